@@ -1,0 +1,4 @@
+/**
+ * Examples of embedding the vgpu engine in another scheduler.
+ */
+package io.vgpu.examples;
