@@ -1,0 +1,444 @@
+package io.vgpu.core;
+
+import io.vgpu.api.ContainerGrant;
+import io.vgpu.api.DeviceGrant;
+import io.vgpu.api.FitReason;
+import io.vgpu.api.PodGrant;
+import io.vgpu.api.PodRequest;
+import io.vgpu.api.spi.CardDemand;
+import io.vgpu.api.spi.NodeView;
+import io.vgpu.api.spi.PlacementView;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * HAMi's fit walk for one pod on one node, with reasons: init containers each against the node as it
+ * is (they run one at a time), then app containers one after another against a working copy that
+ * accumulates their usage. Each container walks the cards in the policy's order and runs HAMi's checks
+ * in HAMi's order.
+ *
+ * <p>An instance holds reusable scratch arrays and is confined to one thread; evaluating a node
+ * allocates nothing.
+ */
+final class PodFitter implements PlacementView {
+  private static final FitReason[] REASONS = FitReason.values();
+
+  private NodeState node;
+  private int n;
+  // Working usage of the container being fitted.
+  private int[] usedMem = new int[16];
+  private int[] usedCores = new int[16];
+  private int[] sharers = new int[16];
+  private int[] order = new int[16];
+  // Quota bookkeeping: per card, the peak of earlier init containers and the sum of earlier app ones.
+  private int[] initPeakMem = new int[16];
+  private int[] initPeakCores = new int[16];
+  private long appMemSoFar;
+  private long appCoresSoFar;
+
+  // Picks of every container that takes cards, in init-then-app order.
+  private int containers;
+  private int[] containerOf = new int[8];
+  private boolean[] containerIsInit = new boolean[8];
+  private int[] pickStart = new int[9];
+  private int[] pickPos = new int[16];
+  private int[] pickMem = new int[16];
+  private int[] pickCores = new int[16];
+  private int picks;
+
+  // The failure, when the last fit failed.
+  final int[] reasonCounts = new int[REASONS.length];
+  boolean bareInsufficientDevice;
+  int failedCards;
+  /** The demand of the container that did not fit, and its pod's usage before it (for quota). */
+  @Nullable CardDemand failedDemand;
+  long failedPodMemory;
+  long failedPodCores;
+
+  private final WorkingView working = new WorkingView();
+
+  /**
+   * Fits the whole pod on the node.
+   *
+   * @param quota the namespace's quota, or {@code null} when it has no limit
+   * @return whether the pod fits; the picks or the reasons are then readable from this object
+   */
+  boolean fit(NodeState node, CompiledRequest req, QuotaLedger.@Nullable QuotaCheck quota) {
+    this.node = node;
+    this.n = node.deviceCount;
+    ensureCapacity(n);
+    Arrays.fill(reasonCounts, 0);
+    bareInsufficientDevice = false;
+    failedCards = 0;
+    failedDemand = null;
+    containers = 0;
+    picks = 0;
+    pickStart[0] = 0;
+    Arrays.fill(initPeakMem, 0, n, 0);
+    Arrays.fill(initPeakCores, 0, n, 0);
+    appMemSoFar = 0;
+    appCoresSoFar = 0;
+
+    for (int c = 0; c < req.initDemands.length; c++) {
+      CardDemand demand = req.initDemands[c];
+      if (demand == null) {
+        continue;
+      }
+      loadUsage();
+      if (!fitContainer(req, demand, quota, c, true)) {
+        return false;
+      }
+      for (int i = pickStart[containers - 1]; i < picks; i++) {
+        int d = pickPos[i];
+        initPeakMem[d] = Math.max(initPeakMem[d], pickMem[i]);
+        initPeakCores[d] = Math.max(initPeakCores[d], pickCores[i]);
+      }
+    }
+    loadUsage();
+    for (int c = 0; c < req.appDemands.length; c++) {
+      CardDemand demand = req.appDemands[c];
+      if (demand == null) {
+        continue;
+      }
+      if (!fitContainer(req, demand, quota, c, false)) {
+        return false;
+      }
+      for (int i = pickStart[containers - 1]; i < picks; i++) {
+        appMemSoFar += pickMem[i];
+        appCoresSoFar += pickCores[i];
+      }
+    }
+    return true;
+  }
+
+  private void loadUsage() {
+    int[] data = node.data;
+    for (int d = 0; d < n; d++) {
+      int base = d * NodeState.STRIDE;
+      usedMem[d] = data[base + NodeState.USED_MEM];
+      usedCores[d] = data[base + NodeState.USED_CORES];
+      sharers[d] = data[base + NodeState.SHARERS];
+    }
+  }
+
+  private boolean fitContainer(
+      CompiledRequest req, CardDemand demand, QuotaLedger.@Nullable QuotaCheck quota, int container, boolean init) {
+    int need = demand.count();
+    failedDemand = demand;
+    if (init) {
+      failedPodMemory = 0;
+      failedPodCores = 0;
+      for (int d = 0; d < n; d++) {
+        failedPodMemory += initPeakMem[d];
+        failedPodCores += initPeakCores[d];
+      }
+    } else {
+      failedPodMemory = appMemSoFar;
+      failedPodCores = appCoresSoFar;
+    }
+    if (need > n) {
+      bareInsufficientDevice = true;
+      failedCards = n;
+      return false;
+    }
+    ensureContainerCapacity(containers + 1, picks + need);
+    req.policy.rankCards(working, demand, order);
+    int start = picks;
+    int picked = 0;
+    int prevNuma = -1;
+    int[] data = node.data;
+    for (int i = 0; i < n; i++) {
+      int d = order[i];
+      int base = d * NodeState.STRIDE;
+      int flags = data[base + NodeState.FLAGS];
+      if ((flags & NodeState.FLAG_HEALTHY) == 0) {
+        count(FitReason.CARD_NOT_HEALTH);
+        continue;
+      }
+      if ((flags & NodeState.FLAG_CORDONED) != 0) {
+        count(FitReason.CARD_CORDONED);
+        continue;
+      }
+      if (!req.typeAllowed(data[base + NodeState.TYPE])) {
+        count(FitReason.CARD_TYPE_MISMATCH);
+        continue;
+      }
+      if (req.numaBind && prevNuma != data[base + NodeState.NUMA]) {
+        if (picked > 0) {
+          reasonCounts[FitReason.NUMA_NOT_FIT.ordinal()] += picked;
+        }
+        picked = 0;
+        picks = start;
+        prevNuma = data[base + NodeState.NUMA];
+      }
+      if (!req.uuidAllowed(node.uuids[d])) {
+        count(FitReason.CARD_UUID_MISMATCH);
+        continue;
+      }
+      int split = data[base + NodeState.SPLIT];
+      if (split <= sharers[d]) {
+        count(FitReason.CARD_TIME_SLICING_EXHAUSTED);
+        continue;
+      }
+      if (req.mutex && sharers[d] > 0) {
+        count(FitReason.EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT);
+        continue;
+      }
+      int totalMem = data[base + NodeState.TOTAL_MEM];
+      int mem = demand.memoryOn(totalMem);
+      int cores = demand.cores();
+      if (quota != null && !fitsQuota(quota, start, d, mem, cores, init)) {
+        count(FitReason.RESOURCE_QUOTA_NOT_FIT);
+        continue;
+      }
+      if (totalMem - usedMem[d] < mem) {
+        count(FitReason.CARD_INSUFFICIENT_MEMORY);
+        continue;
+      }
+      int totalCores = data[base + NodeState.TOTAL_CORES];
+      if (totalCores - usedCores[d] < cores) {
+        count(FitReason.CARD_INSUFFICIENT_CORE);
+        continue;
+      }
+      if (totalCores == 100 && cores == 100 && sharers[d] > 0) {
+        count(FitReason.EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT);
+        continue;
+      }
+      if (totalCores != 0 && usedCores[d] == totalCores && cores == 0) {
+        count(FitReason.CARD_COMPUTE_UNITS_EXHAUSTED);
+        continue;
+      }
+      pickPos[picks] = d;
+      pickMem[picks] = mem;
+      pickCores[picks] = cores;
+      picks++;
+      picked++;
+      if (picked == need) {
+        for (int p = start; p < picks; p++) {
+          int pd = pickPos[p];
+          usedMem[pd] += pickMem[p];
+          usedCores[pd] += pickCores[p];
+          sharers[pd]++;
+        }
+        containerOf[containers] = container;
+        containerIsInit[containers] = init;
+        containers++;
+        pickStart[containers] = picks;
+        failedDemand = null;
+        return true;
+      }
+    }
+    if (picked > 0) {
+      reasonCounts[FitReason.ALLOCATED_CARDS_INSUFFICIENT_REQUEST.ordinal()] = picked;
+    }
+    picks = start;
+    failedCards = n;
+    return false;
+  }
+
+  /**
+   * HAMi's quota test for one more card: the namespace's usage plus the pod's hypothetical total so far
+   * (init containers counted at their per-card peak, app containers summed) must stay within limits.
+   */
+  private boolean fitsQuota(QuotaLedger.QuotaCheck quota, int start, int card, int mem, int cores, boolean init) {
+    long podMem;
+    long podCores;
+    if (init) {
+      podMem = 0;
+      podCores = 0;
+      for (int d = 0; d < n; d++) {
+        int curMem = d == card ? mem : 0;
+        int curCores = d == card ? cores : 0;
+        for (int p = start; p < picks; p++) {
+          if (pickPos[p] == d) {
+            curMem += pickMem[p];
+            curCores += pickCores[p];
+          }
+        }
+        podMem += Math.max(initPeakMem[d], curMem);
+        podCores += Math.max(initPeakCores[d], curCores);
+      }
+    } else {
+      podMem = appMemSoFar + mem;
+      podCores = appCoresSoFar + cores;
+      for (int p = start; p < picks; p++) {
+        podMem += pickMem[p];
+        podCores += pickCores[p];
+      }
+    }
+    return quota.fits(podMem, podCores);
+  }
+
+  private void count(FitReason reason) {
+    reasonCounts[reason.ordinal()]++;
+  }
+
+  private void ensureCapacity(int devices) {
+    if (usedMem.length < devices) {
+      int size = Math.max(devices, usedMem.length * 2);
+      usedMem = new int[size];
+      usedCores = new int[size];
+      sharers = new int[size];
+      order = new int[size];
+      initPeakMem = new int[size];
+      initPeakCores = new int[size];
+    }
+  }
+
+  private void ensureContainerCapacity(int containerCount, int pickCount) {
+    if (containerOf.length < containerCount) {
+      int size = Math.max(containerCount, containerOf.length * 2);
+      containerOf = Arrays.copyOf(containerOf, size);
+      containerIsInit = Arrays.copyOf(containerIsInit, size);
+      pickStart = Arrays.copyOf(pickStart, size + 1);
+    }
+    if (pickPos.length < pickCount) {
+      int size = Math.max(pickCount, pickPos.length * 2);
+      pickPos = Arrays.copyOf(pickPos, size);
+      pickMem = Arrays.copyOf(pickMem, size);
+      pickCores = Arrays.copyOf(pickCores, size);
+    }
+  }
+
+  /** The grant of the pod just fitted on {@code node}: every container in order, empty ones included. */
+  PodGrant grant(CompiledRequest req, String vendor) {
+    PodRequest pod = req.request;
+    List<ContainerGrant> init = new ArrayList<>(pod.initContainers().size());
+    List<ContainerGrant> app = new ArrayList<>(pod.containers().size());
+    pod.initContainers().forEach(c -> init.add(ContainerGrant.empty(c.name())));
+    pod.containers().forEach(c -> app.add(ContainerGrant.empty(c.name())));
+    for (int c = 0; c < containers; c++) {
+      List<DeviceGrant> devices = new ArrayList<>(cardCount(c));
+      for (int i = 0; i < cardCount(c); i++) {
+        devices.add(new DeviceGrant(node.uuids[card(c, i)], vendor, memoryMiB(c, i), cores(c, i)));
+      }
+      List<ContainerGrant> phase = containerIsInit[c] ? init : app;
+      int index = containerOf[c];
+      phase.set(index, new ContainerGrant(phase.get(index).name(), devices));
+    }
+    return new PodGrant(pod.pod(), node.name, init, app);
+  }
+
+  /** Why the pod just fitted did not fit, in HAMi's terms. */
+  NodeRejection rejection() {
+    if (bareInsufficientDevice) {
+      return new NodeRejection(node.name, NodeRejection.Kind.INSUFFICIENT_DEVICES, Map.of(), failedCards);
+    }
+    Map<FitReason, Integer> counts = new EnumMap<>(FitReason.class);
+    for (int r = 0; r < REASONS.length; r++) {
+      if (reasonCounts[r] > 0) {
+        counts.put(REASONS[r], reasonCounts[r]);
+      }
+    }
+    return new NodeRejection(node.name, NodeRejection.Kind.DEVICES, counts, failedCards);
+  }
+
+  // --- The placement just fitted, as policies and the engine read it.
+
+  @Override
+  public int containers() {
+    return containers;
+  }
+
+  @Override
+  public int cardCount(int c) {
+    return pickStart[c + 1] - pickStart[c];
+  }
+
+  @Override
+  public int card(int c, int i) {
+    return pickPos[pickStart[c] + i];
+  }
+
+  @Override
+  public int memoryMiB(int c, int i) {
+    return pickMem[pickStart[c] + i];
+  }
+
+  @Override
+  public int cores(int c, int i) {
+    return pickCores[pickStart[c] + i];
+  }
+
+  /** Memory in use on card {@code d} as the failed container saw it. */
+  int workingMemory(int d) {
+    return usedMem[d];
+  }
+
+  /** Compute in use on card {@code d} as the failed container saw it. */
+  int workingCores(int d) {
+    return usedCores[d];
+  }
+
+  /** Sharers of card {@code d} as the failed container saw it. */
+  int workingSharers(int d) {
+    return sharers[d];
+  }
+
+  /** The node's cards with the usage of the container being fitted, as policies rank them. */
+  private final class WorkingView implements NodeView {
+    @Override
+    public String name() {
+      return node.name;
+    }
+
+    @Override
+    public int deviceCount() {
+      return n;
+    }
+
+    @Override
+    public String uuid(int d) {
+      return node.uuids[d];
+    }
+
+    @Override
+    public int index(int d) {
+      return node.index(d);
+    }
+
+    @Override
+    public int numa(int d) {
+      return node.numa(d);
+    }
+
+    @Override
+    public boolean schedulable(int d) {
+      return node.schedulable(d);
+    }
+
+    @Override
+    public int totalMemoryMiB(int d) {
+      return node.totalMemoryMiB(d);
+    }
+
+    @Override
+    public int usedMemoryMiB(int d) {
+      return usedMem[d];
+    }
+
+    @Override
+    public int totalCores(int d) {
+      return node.totalCores(d);
+    }
+
+    @Override
+    public int usedCores(int d) {
+      return usedCores[d];
+    }
+
+    @Override
+    public int splitCount(int d) {
+      return node.splitCount(d);
+    }
+
+    @Override
+    public int sharers(int d) {
+      return sharers[d];
+    }
+  }
+}
