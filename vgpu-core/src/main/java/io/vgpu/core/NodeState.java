@@ -181,6 +181,11 @@ final class NodeState implements NodeView {
   }
 
   @Override
+  public String type(int d) {
+    return types[d];
+  }
+
+  @Override
   public int numa(int d) {
     return data[d * STRIDE + NUMA];
   }

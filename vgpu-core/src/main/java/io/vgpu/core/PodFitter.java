@@ -402,6 +402,11 @@ final class PodFitter implements PlacementView {
     }
 
     @Override
+    public String type(int d) {
+      return node.types[d];
+    }
+
+    @Override
     public int numa(int d) {
       return node.numa(d);
     }

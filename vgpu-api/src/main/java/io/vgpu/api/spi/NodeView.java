@@ -19,6 +19,14 @@ public interface NodeView {
   /** The card's index on the node. */
   int index(int d);
 
+  /**
+   * The card's registered type, e.g. {@code NVIDIA A100-SXM4-40GB}, so that a policy can tell which cards
+   * a type-constrained workload could use. The default, for views that do not know types, is empty.
+   */
+  default String type(int d) {
+    return "";
+  }
+
   /** The card's NUMA node. */
   int numa(int d);
 

@@ -1,0 +1,139 @@
+package io.vgpu.core.policy;
+
+import io.vgpu.api.spi.CardDemand;
+import io.vgpu.api.spi.NodeView;
+import io.vgpu.api.spi.PlacementPolicy;
+import io.vgpu.api.spi.PlacementPolicyProvider;
+import io.vgpu.api.spi.PlacementView;
+import java.util.Map;
+
+/**
+ * vgpu's placement policy: place each pod where it least increases the idle card share that future
+ * tasks will not be able to use, counting three ways a share becomes unusable.
+ *
+ * <ol>
+ *   <li><b>Fragmentation</b>, as FGD measures it: the idle share the target workload's next task could
+ *       not use (F_n(M), see {@link TargetWorkload#fragmentationOf}).
+ *   <li><b>Stranding</b>: idle cards whose node lacks the CPU to feed them. The workload's card-using
+ *       tasks need κ millicores per milli-card ({@link TargetWorkload#cpuPerCardShare}); a node with
+ *       idle share I and free CPU C strands {@code max(0, I − C/κ)}. FGD counts a node's CPU only
+ *       when the very next task would not fit; counting what its cards will need keeps CPU-hungry
+ *       pods off CPU-tight nodes, and CPU-light pods on them, long before that.
+ *   <li><b>Contention</b> for card types: taking a share of a type that type-constrained tasks will need
+ *       (see {@link TypeContention}) costs that share times the type's contention.
+ * </ol>
+ *
+ * <p>The node score is the decrease of their sum, in milli-cards, rounded to a thousandth so that
+ * nodes in the same situation tie exactly and ties go to the earlier candidate; unlike FGD's it is not
+ * quantized to 0..100, which would hide differences of tens of milli-cards. Cards are tried in order of
+ * the same decrease for one card, then the fullest first.
+ *
+ * <p>Where CPU is not modelled ({@link NodeView#freeCpuMilli()} is -1, as in the engine) stranding is
+ * 0; where the workload is learned from observed requests it has no type constraints, so contention
+ * is 0 and the policy measures fragmentation on cards alone.
+ */
+public final class VgpuPolicy implements PlacementPolicy {
+  /** The policy's name. */
+  public static final String NAME = "vgpu";
+
+  private final WorkloadModel workload;
+  private final TypeContention contention;
+
+  /** The policy against a target workload learned from observed requests. */
+  public VgpuPolicy() {
+    this.workload = WorkloadModel.learned();
+    this.contention = TypeContention.NONE;
+  }
+
+  /** The policy against a fixed target workload, with no knowledge of the cluster's card types. */
+  public VgpuPolicy(TargetWorkload workload) {
+    this(workload, Map.of());
+  }
+
+  /**
+   * The policy against a fixed target workload on a cluster with the given number of cards of each
+   * type, from which it derives how contended each type is.
+   */
+  public VgpuPolicy(TargetWorkload workload, Map<String, Long> cardsByType) {
+    this.workload = WorkloadModel.fixed(workload);
+    this.contention = TypeContention.of(workload, cardsByType);
+  }
+
+  @Override
+  public String name() {
+    return NAME;
+  }
+
+  @Override
+  public void observe(CardDemand demand) {
+    workload.observe(demand);
+  }
+
+  @Override
+  public void rankCards(NodeView node, CardDemand demand, int[] order) {
+    NodeFragmentation meter = NodeFragmentation.local();
+    meter.load(node, workload.current());
+    double before = meter.fragmentation();
+    int n = meter.cards();
+    double[] keys = CardOrder.keys(n);
+    for (int d = 0; d < n; d++) {
+      int memory = demand.memoryOn(meter.totalMemory(d));
+      if (!meter.cardHosts(d, memory, demand.cores())) {
+        keys[d] = Double.NEGATIVE_INFINITY;
+        continue;
+      }
+      double taken = CardShares.demand(node, d, memory, demand.cores());
+      double decrease = before - meter.fragmentationAfterOne(d, memory, demand.cores(), 0) - contention.of(node.type(d)) * taken;
+      // Idle share is at most 1000, so this tie-break stays below the rounding step of the decrease.
+      keys[d] = roundToThousandth(decrease) - meter.idle(d) * 1e-7;
+    }
+    CardOrder.byDecreasingKey(keys, n, order);
+  }
+
+  @Override
+  public double scoreNode(NodeView node, PlacementView placement) {
+    TargetWorkload target = workload.current();
+    NodeFragmentation meter = NodeFragmentation.local();
+    meter.load(node, target);
+    double decrease = meter.fragmentation() - meter.fragmentationAfter(placement);
+    double taken = 0;
+    for (int c = 0; c < placement.containers(); c++) {
+      for (int i = 0; i < placement.cardCount(c); i++) {
+        int d = placement.card(c, i);
+        double share = CardShares.demand(node, d, placement.memoryMiB(c, i), placement.cores(c, i));
+        taken += share;
+        decrease -= contention.of(node.type(d)) * share;
+      }
+    }
+    long freeCpu = node.freeCpuMilli();
+    double cpuPerShare = target.cpuPerCardShare();
+    if (freeCpu >= 0 && cpuPerShare > 0) {
+      double idle = meter.totalIdle();
+      long cpuTaken = Math.max(0, placement.cpuMilli());
+      decrease += stranded(idle, freeCpu, cpuPerShare) - stranded(idle - taken, freeCpu - cpuTaken, cpuPerShare);
+    }
+    return roundToThousandth(decrease);
+  }
+
+  /** Idle share the node's free CPU cannot feed, at {@code cpuPerShare} millicores per milli-card. */
+  static double stranded(double idle, long freeCpu, double cpuPerShare) {
+    return Math.max(0, idle - freeCpu / cpuPerShare);
+  }
+
+  private static double roundToThousandth(double value) {
+    return Math.rint(value * 1000) / 1000;
+  }
+
+  /** Registers {@code vgpu}, learning its target workload from observed requests. */
+  public static final class Provider implements PlacementPolicyProvider {
+    @Override
+    public String name() {
+      return NAME;
+    }
+
+    @Override
+    public PlacementPolicy create() {
+      return new VgpuPolicy();
+    }
+  }
+}
