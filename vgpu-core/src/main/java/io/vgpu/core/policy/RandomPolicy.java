@@ -48,6 +48,12 @@ public final class RandomPolicy implements PlacementPolicy {
     }
   }
 
+  /** The score ignores the placement, so the engine need not work one out on every node. */
+  @Override
+  public boolean scoresNodeUsageOnly() {
+    return true;
+  }
+
   @Override
   public double scoreNode(NodeView node, PlacementView placement) {
     return (nextLong() >>> 11) * 0x1.0p-53;

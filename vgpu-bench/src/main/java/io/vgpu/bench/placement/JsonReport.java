@@ -1,0 +1,112 @@
+package io.vgpu.bench.placement;
+
+import java.math.BigDecimal;
+import java.math.RoundingMode;
+import java.util.List;
+import java.util.function.ToDoubleFunction;
+
+/**
+ * Writes reports as JSON: one policy gives an object, several an array of them. Each object is
+ * {@code {"policy", "trace", "seeds": [...], "median": {...}, "mean": {...}}}; a seed entry has {@code
+ * seed}, {@code unallocatedAt100}, {@code finalAllocation}, {@code curve} (unallocated % by arrived %,
+ * keys "75" to "130"), {@code fragmentationAmountAt100}, {@code fragmentationRateAt100} and {@code
+ * wallSeconds}; median and mean have the same keys but the seed. Percentages are plain numbers (4.77
+ * means 4.77 %); a value without data is {@code null}.
+ */
+final class JsonReport {
+  private JsonReport() {}
+
+  /** Reads a metric: from one seed, or as the median or mean over seeds. */
+  @FunctionalInterface
+  private interface Reading {
+    double of(ToDoubleFunction<SeedResult> metric);
+  }
+
+  static String of(List<PolicyReport> reports) {
+    StringBuilder out = new StringBuilder();
+    if (reports.size() == 1) {
+      object(out, reports.get(0), "");
+    } else {
+      out.append("[\n");
+      for (int i = 0; i < reports.size(); i++) {
+        out.append("  ");
+        object(out, reports.get(i), "  ");
+        out.append(i + 1 < reports.size() ? ",\n" : "\n");
+      }
+      out.append(']');
+    }
+    return out.append('\n').toString();
+  }
+
+  private static void object(StringBuilder out, PolicyReport report, String indent) {
+    String in = indent + "  ";
+    out.append("{\n");
+    out.append(in).append("\"policy\": ").append(string(report.policy())).append(",\n");
+    out.append(in).append("\"trace\": ").append(string(report.trace())).append(",\n");
+    out.append(in).append("\"seeds\": [");
+    List<SeedResult> seeds = report.seeds();
+    for (int i = 0; i < seeds.size(); i++) {
+      SeedResult seed = seeds.get(i);
+      out.append(i == 0 ? "\n" : ",\n").append(in).append("  {\"seed\": ").append(seed.seed()).append(", ");
+      metrics(out, metric -> metric.applyAsDouble(seed));
+      out.append('}');
+    }
+    out.append('\n').append(in).append("],\n");
+    out.append(in).append("\"median\": {");
+    metrics(out, report::median);
+    out.append("},\n");
+    out.append(in).append("\"mean\": {");
+    metrics(out, report::mean);
+    out.append("}\n").append(indent).append('}');
+  }
+
+  /** The metrics of one seed, or their median or mean, as JSON members. */
+  private static void metrics(StringBuilder out, Reading read) {
+    member(out, ReportMetric.UNALLOCATED_AT_100, read).append(", ");
+    member(out, ReportMetric.FINAL_ALLOCATION, read).append(", ");
+    out.append("\"curve\": {");
+    List<ReportMetric> curve = ReportMetric.curve();
+    for (int i = 0; i < curve.size(); i++) {
+      member(out, curve.get(i), read).append(i + 1 < curve.size() ? ", " : "");
+    }
+    out.append("}, ");
+    member(out, ReportMetric.FRAGMENTATION_AMOUNT, read).append(", ");
+    member(out, ReportMetric.FRAGMENTATION_RATE, read).append(", ");
+    member(out, ReportMetric.WALL_SECONDS, read);
+  }
+
+  private static StringBuilder member(
+      StringBuilder out, ReportMetric metric, Reading read) {
+    return out.append(string(metric.name())).append(": ").append(number(read.of(metric.value())));
+  }
+
+  /** A number with at most three decimals and no trailing zeros, or null for NaN. */
+  static String number(double value) {
+    if (Double.isNaN(value) || Double.isInfinite(value)) {
+      return "null";
+    }
+    BigDecimal rounded = new BigDecimal(value).setScale(3, RoundingMode.HALF_EVEN).stripTrailingZeros();
+    return rounded.scale() < 0 ? rounded.setScale(0).toPlainString() : rounded.toPlainString();
+  }
+
+  static String string(String value) {
+    StringBuilder out = new StringBuilder("\"");
+    for (char c : value.toCharArray()) {
+      switch (c) {
+        case '"' -> out.append("\\\"");
+        case '\\' -> out.append("\\\\");
+        case '\n' -> out.append("\\n");
+        case '\r' -> out.append("\\r");
+        case '\t' -> out.append("\\t");
+        default -> {
+          if (c < 0x20) {
+            out.append(String.format("\\u%04x", (int) c));
+          } else {
+            out.append(c);
+          }
+        }
+      }
+    }
+    return out.append('"').toString();
+  }
+}
