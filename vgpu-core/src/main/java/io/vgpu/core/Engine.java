@@ -14,11 +14,13 @@ import io.vgpu.api.spi.PlacementView;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.ServiceLoader;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
 import org.jspecify.annotations.Nullable;
@@ -195,15 +197,18 @@ public final class Engine {
   private void rebuildNodeList() {
     List<String> names = new ArrayList<>();
     List<AtomicReference<NodeState>> refs = new ArrayList<>();
+    // A set, not names.contains: registering n nodes must not cost O(n^3).
+    Set<String> listed = new HashSet<>();
     for (String name : nodeList.names) {
       AtomicReference<NodeState> ref = nodes.get(name);
       if (ref != null) {
         names.add(name);
         refs.add(ref);
+        listed.add(name);
       }
     }
     for (Map.Entry<String, AtomicReference<NodeState>> e : nodes.entrySet()) {
-      if (!names.contains(e.getKey())) {
+      if (listed.add(e.getKey())) {
         names.add(e.getKey());
         refs.add(e.getValue());
       }
@@ -231,6 +236,20 @@ public final class Engine {
   /** Names of the registered nodes, in registration order. */
   public List<String> nodeNames() {
     return List.of(nodeList.names);
+  }
+
+  /**
+   * The current snapshot of every node, in registration order. Package-private on purpose: it lets a
+   * same-package tool (the fit-path benchmark's raw-scan floor) read the very arrays {@link #filter}
+   * scans, without widening the public API.
+   */
+  NodeState[] snapshots() {
+    NodeList list = nodeList;
+    NodeState[] out = new NodeState[list.refs.length];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = list.refs[i].get();
+    }
+    return out;
   }
 
   /** Whether the node is registered. */
@@ -378,11 +397,26 @@ public final class Engine {
     if (need > n) {
       return false;
     }
-    int[] data = node.data;
     int cores = demand.cores();
     int absoluteMem = demand.memoryMiB();
     int percent = demand.memoryPercent();
     boolean mutex = req.mutex;
+    if (need == 1 && node.roomiestTotalMem >= 0) {
+      // The roomiest card, kept in the snapshot itself, decides most nodes without the device array.
+      int mem = absoluteMem > 0 ? absoluteMem : (int) ((long) node.roomiestTotalMem * percent / 100);
+      int sharers = node.roomiestSharers;
+      int totalCores = node.roomiestTotalCores;
+      int freeCores = node.roomiestFreeCores;
+      if (node.roomiestFreeMem >= mem
+          && freeCores >= cores
+          && !(mutex && sharers > 0)
+          && !(totalCores == 100 && cores == 100 && sharers > 0)
+          && !(totalCores != 0 && freeCores == 0 && cores == 0)
+          && req.typeAllowed(node.roomiestType)) {
+        return true;
+      }
+    }
+    int[] data = node.data;
     int found = 0;
     for (int base = 0, end = n * NodeState.STRIDE; base < end; base += NodeState.STRIDE) {
       if ((data[base + NodeState.FLAGS] & NodeState.FLAG_SCHEDULABLE) == 0) {

@@ -40,6 +40,18 @@ final class NodeState implements NodeView {
   final int[] data;
   /** HAMi's node usage score, from usage before any new placement. */
   final float usageScore;
+  /**
+   * The roomiest card that can take a container, copied out of {@link #data}: the schedulable card
+   * with a free sharing slot whose scarcer of free memory and free compute is the largest share of
+   * its capacity (-1 fields when there is none). The filter's scan tries it first, so for most nodes
+   * it decides without reading the device array, which sits elsewhere in memory.
+   */
+  final int roomiestFreeMem;
+  final int roomiestTotalMem;
+  final int roomiestFreeCores;
+  final int roomiestTotalCores;
+  final int roomiestSharers;
+  final int roomiestType;
 
   private NodeState(String name, String[] uuids, String[] types, String[] modes, int[] data) {
     this.name = name;
@@ -49,6 +61,36 @@ final class NodeState implements NodeView {
     this.modes = modes;
     this.data = data;
     this.usageScore = computeUsageScore(data, uuids.length);
+    int roomiest = roomiestCard(data, uuids.length);
+    int base = roomiest * STRIDE;
+    this.roomiestFreeMem = roomiest < 0 ? -1 : data[base + TOTAL_MEM] - data[base + USED_MEM];
+    this.roomiestTotalMem = roomiest < 0 ? -1 : data[base + TOTAL_MEM];
+    this.roomiestFreeCores = roomiest < 0 ? -1 : data[base + TOTAL_CORES] - data[base + USED_CORES];
+    this.roomiestTotalCores = roomiest < 0 ? -1 : data[base + TOTAL_CORES];
+    this.roomiestSharers = roomiest < 0 ? -1 : data[base + SHARERS];
+    this.roomiestType = roomiest < 0 ? -1 : data[base + TYPE];
+  }
+
+  /** The position of the roomiest card that can take a container (see {@link #roomiestFreeMem}), or -1. */
+  private static int roomiestCard(int[] data, int n) {
+    int best = -1;
+    double bestShare = -1;
+    for (int d = 0; d < n; d++) {
+      int base = d * STRIDE;
+      if ((data[base + FLAGS] & FLAG_SCHEDULABLE) == 0 || data[base + SPLIT] <= data[base + SHARERS]) {
+        continue;
+      }
+      int totalMem = data[base + TOTAL_MEM];
+      int totalCores = data[base + TOTAL_CORES];
+      double mem = totalMem == 0 ? 0 : (double) (totalMem - data[base + USED_MEM]) / totalMem;
+      double cores = totalCores == 0 ? 1 : (double) (totalCores - data[base + USED_CORES]) / totalCores;
+      double share = Math.min(mem, cores);
+      if (share > bestShare) {
+        best = d;
+        bestShare = share;
+      }
+    }
+    return best;
   }
 
   /** A node with the given devices and no usage. */
