@@ -27,6 +27,21 @@ public final class PodRefs {
     return new PodRef(namespace == null || namespace.isEmpty() ? DEFAULT_NAMESPACE : namespace, name);
   }
 
+  /**
+   * Parses {@code name} (in the default namespace) or {@code namespace/name}.
+   *
+   * @throws IllegalArgumentException when a part is empty or there are more than two
+   */
+  public static PodRef parse(String text) {
+    String[] parts = text.split("/", -1);
+    for (String part : parts) {
+      if (part.isEmpty() || parts.length > 2) {
+        throw new IllegalArgumentException("'" + text + "' is not a pod name or namespace/name");
+      }
+    }
+    return PodRef.parse(text, DEFAULT_NAMESPACE);
+  }
+
   /** The pod's annotations, empty when it has none. */
   public static Map<String, String> annotations(Pod pod) {
     ObjectMeta meta = pod.getMetadata();
