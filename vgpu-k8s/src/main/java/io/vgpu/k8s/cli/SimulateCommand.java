@@ -26,10 +26,9 @@ import picocli.CommandLine.Parameters;
 @Command(
     name = "simulate",
     mixinStandardHelpOptions = true,
-    description = {
-      "Replays a scenario (a cluster with GPUs and pod events) through admission, the scheduler and its",
-      "annotations, and prints where every pod ended up."
-    })
+    description =
+        "Replays a scenario (a cluster with GPUs and pod events) through admission, the scheduler and its"
+            + " annotations, and prints where every pod ended up.")
 final class SimulateCommand implements Callable<Integer> {
 
   /** Output formats. */

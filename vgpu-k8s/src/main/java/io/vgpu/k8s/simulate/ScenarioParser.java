@@ -91,13 +91,9 @@ public final class ScenarioParser {
       String field = "nodes[" + i + "]";
       YamlMap map = list.items().get(i).asMap(field);
       map.requireKnownKeys(field, NODE_KEYS);
-      YamlNode nameNode = map.require("name", field);
-      String name = nameNode.asScalar(field + ".name").asString(field + ".name");
-      if (name.isEmpty()) {
-        throw new InputException(nameNode.position(), field + ".name: must not be empty");
-      }
+      String name = requireNonEmpty(map, "name", field);
       if (!names.add(name)) {
-        throw new InputException(nameNode.position(), field + ".name: node '" + name + "' is listed twice");
+        throw new InputException(map.require("name", field).position(), field + ".name: node '" + name + "' is listed twice");
       }
       if (map.get("gpus").isPresent() && map.get("devices").isPresent()) {
         throw new InputException(map.position(), field + ": give either gpus or devices, not both");
@@ -150,12 +146,8 @@ public final class ScenarioParser {
       String f = field + "[" + i + "]";
       YamlMap d = list.items().get(i).asMap(f);
       d.requireKnownKeys(f, DEVICE_KEYS);
-      YamlNode uuidNode = d.require("uuid", f);
-      String uuid = uuidNode.asScalar(f + ".uuid").asString(f + ".uuid");
-      if (uuid.isBlank()) {
-        throw new InputException(uuidNode.position(), f + ".uuid: must not be empty");
-      }
-      String model = d.require("model", f).asScalar(f + ".model").asString(f + ".model");
+      String uuid = requireNonEmpty(d, "uuid", f);
+      String model = requireNonEmpty(d, "model", f);
       long memory = d.require("memoryMiB", f).asScalar(f + ".memoryMiB").asLong(f + ".memoryMiB", 0, Integer.MAX_VALUE);
       int numa = d.get("numa").map(n -> n.asScalar(f + ".numa").asInt(f + ".numa", 0, 1024)).orElse(0);
       boolean health = d.get("health").map(n -> n.asScalar(f + ".health").asBoolean(f + ".health")).orElse(true);
@@ -163,6 +155,17 @@ public final class ScenarioParser {
       out.add(new Device(uuid, index, model, memory, numa, health, ""));
     }
     return out;
+  }
+
+  /** The value of {@code key}, which must be present and not blank. */
+  private static String requireNonEmpty(YamlMap map, String key, String field) {
+    String f = field + "." + key;
+    YamlNode node = map.require(key, field);
+    String value = node.asScalar(f).asString(f);
+    if (value.isBlank()) {
+      throw new InputException(node.position(), f + ": must not be empty");
+    }
+    return value;
   }
 
   private static Map<String, String> stringMap(Optional<YamlNode> node, String field) {
@@ -191,7 +194,7 @@ public final class ScenarioParser {
       String field = "resourceQuotas[" + i + "]";
       YamlMap q = list.items().get(i).asMap(field);
       q.requireKnownKeys(field, QUOTA_KEYS);
-      String namespace = q.require("namespace", field).asScalar(field + ".namespace").asString(field + ".namespace");
+      String namespace = requireNonEmpty(q, "namespace", field);
       q.get("name").ifPresent(n -> n.asScalar(field + ".name").asString(field + ".name"));
       QuotaLimits limits = out.getOrDefault(namespace, QuotaLimits.NONE);
       long memory = limits.memoryMiB();
@@ -297,11 +300,7 @@ public final class ScenarioParser {
       throw new InputException(
           JacksonTrees.locate(map, e), field + (path.isEmpty() ? "" : "." + path) + ": not a valid Pod field: " + message, e);
     }
-    YamlMap metadata = map.require("metadata", field).asMap(field + ".metadata");
-    YamlNode name = metadata.require("name", field + ".metadata");
-    if (name.asScalar(field + ".metadata.name").asString(field + ".metadata.name").isEmpty()) {
-      throw new InputException(name.position(), field + ".metadata.name: must not be empty");
-    }
+    requireNonEmpty(map.require("metadata", field).asMap(field + ".metadata"), "name", field + ".metadata");
     return new ScenarioEvent.Create(at, pod, PodRefs.of(pod));
   }
 
