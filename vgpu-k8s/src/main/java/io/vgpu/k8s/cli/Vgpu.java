@@ -5,6 +5,8 @@ import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.ServiceLoader;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -13,7 +15,7 @@ import picocli.CommandLine.ScopeType;
 /**
  * The {@code vgpu} command line. Subcommands: {@code simulate}, plus any that other modules contribute
  * through {@link SubcommandProvider}. Bad input exits with code 2 and one line on stderr; an internal
- * error exits with 1 and one line, with the stack trace only under {@code --debug}.
+ * error exits with 1 and one line, with the stack trace only under {@code --debug} or at debug log level.
  */
 @Command(
     name = "vgpu",
@@ -22,6 +24,8 @@ import picocli.CommandLine.ScopeType;
     description = "GPU sharing for Kubernetes, speaking HAMi's wire formats.",
     subcommands = {SimulateCommand.class, CommandLine.HelpCommand.class})
 public final class Vgpu implements Runnable {
+  private static final Logger LOG = LoggerFactory.getLogger(Vgpu.class);
+
   /** Exit code for input the user can fix. */
   public static final int EXIT_BAD_INPUT = 2;
   /** Exit code for an internal error. */
@@ -64,18 +68,14 @@ public final class Vgpu implements Runnable {
         });
     cli.setExecutionExceptionHandler(
         (e, c, parsed) -> {
-          if (e instanceof InputException) {
-            err.println("vgpu: " + e.getMessage());
-            if (debug) {
-              e.printStackTrace(err);
-            }
-            return EXIT_BAD_INPUT;
-          }
-          err.println("vgpu: internal error: " + e + (debug ? "" : " (run with --debug for details)"));
+          boolean input = e instanceof InputException;
+          err.println("vgpu: " + (input ? e.getMessage() : "internal error: " + e + (debug ? "" : " (run with --debug for details)")));
           if (debug) {
             e.printStackTrace(err);
+          } else {
+            LOG.debug("stack trace of the error above", e);
           }
-          return EXIT_INTERNAL;
+          return input ? EXIT_BAD_INPUT : EXIT_INTERNAL;
         });
     return cli.execute(args);
   }

@@ -204,12 +204,17 @@ public final class Simulator {
     return e;
   }
 
-  private void registerNodes(Engine e, DeviceConfig c) {
+  private void registerNodes(Engine target, DeviceConfig c) {
     DeviceRegistrar registrar = new DeviceRegistrar(c.schema().vendor());
     for (NodeSpec node : scenario.nodes()) {
-      List<SchedulableDevice> devices = registrar.register(node.devices(), c.sharing());
+      List<SchedulableDevice> devices;
+      try {
+        devices = registrar.register(node.devices(), c.sharing());
+      } catch (IllegalArgumentException e) {
+        throw new InputException(node.position(), "node " + node.name() + ": " + e.getMessage());
+      }
       if (!devices.isEmpty()) {
-        e.upsertNode(new NodeDevices(node.name(), devices, node.cordoned()));
+        target.upsertNode(new NodeDevices(node.name(), devices, node.cordoned()));
       }
     }
   }

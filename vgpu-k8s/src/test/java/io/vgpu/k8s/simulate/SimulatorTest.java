@@ -110,6 +110,13 @@ class SimulatorTest {
   }
 
   @Test
+  void capacityThatOverflowsAfterScalingIsAnInputError() {
+    assertThatThrownBy(() -> simulator("config: {deviceMemoryScaling: 100000}\n" + ONE_NODE))
+        .isInstanceOf(InputException.class)
+        .hasMessage("s.yaml:3:5: node w1: device GPU-00000000-0000-0000-0000-000000000000: 40960 MiB x deviceMemoryScaling 100000.0 overflows");
+  }
+
+  @Test
   void cordonedUnhealthyAndGpulessNodesSayWhy() {
     SimulationResult r =
         replay(
