@@ -5,10 +5,11 @@ import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.vgpu.api.PodRef;
+import io.vgpu.k8s.codec.HamiAnnotations;
+import io.vgpu.k8s.codec.NodeLockCodec;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.format.DateTimeParseException;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
@@ -28,7 +29,7 @@ import org.slf4j.LoggerFactory;
  */
 public final class NodeLock {
   /** The node annotation holding the lock. */
-  public static final String ANNOTATION = "hami.io/mutex.lock";
+  public static final String ANNOTATION = HamiAnnotations.NODE_LOCK;
 
   private static final Logger LOG = LoggerFactory.getLogger(NodeLock.class);
 
@@ -41,40 +42,6 @@ public final class NodeLock {
     this.client = client;
     this.timeout = timeout;
     this.clock = clock;
-  }
-
-  /**
-   * A lock's holder and when it was taken.
-   *
-   * @param taken when the lock was taken
-   * @param owner the pod holding it; empty for HAMi's legacy bare-timestamp form
-   */
-  public record Holder(Instant taken, Optional<PodRef> owner) {
-    /** The annotation value. */
-    public String format() {
-      return owner.map(p -> taken + "," + p.namespace() + "," + p.name()).orElse(taken.toString());
-    }
-  }
-
-  /**
-   * Parses an annotation value.
-   *
-   * @throws IllegalArgumentException naming the value when it is neither form
-   */
-  public static Holder parse(String value) {
-    String[] parts = value.split(",", -1);
-    try {
-      Instant taken = Instant.parse(parts[0]);
-      if (parts.length == 1) {
-        return new Holder(taken, Optional.empty());
-      }
-      if (parts.length == 3 && !parts[1].isEmpty() && !parts[2].isEmpty()) {
-        return new Holder(taken, Optional.of(new PodRef(parts[1], parts[2])));
-      }
-    } catch (DateTimeParseException e) {
-      // fall through to the one error below
-    }
-    throw new IllegalArgumentException(ANNOTATION + " value '" + value + "' is neither <RFC3339>,<namespace>,<pod> nor <RFC3339>");
   }
 
   /** Thrown when a node's lock is held by another live pod within the timeout. */
@@ -101,19 +68,18 @@ public final class NodeLock {
       }
       String current = annotations(node).get(ANNOTATION);
       if (current != null) {
-        Holder holder = parseOrExpired(current);
-        if (holder.owner.filter(pod::equals).isPresent()) {
+        NodeLockCodec.NodeLock holder = parseOrExpired(current);
+        if (ownedBy(holder, pod)) {
           return;
         }
-        boolean expired = holder.taken.plus(timeout).isBefore(clock.instant());
-        boolean ownerGone = holder.owner.map(o -> client.pods().inNamespace(o.namespace()).withName(o.name()).get() == null).orElse(false);
+        boolean expired = holder.time().plus(timeout).isBefore(clock.instant());
+        boolean ownerGone = holder.hasOwner() && client.pods().inNamespace(holder.namespace()).withName(holder.pod()).get() == null;
         if (!expired && !ownerGone) {
           throw new ContentionException("node " + nodeName + " has been locked within " + format(timeout) + ": node lock contention");
         }
         LOG.info("taking over {} lock of node {} ({})", current, nodeName, expired ? "expired" : "owner gone");
       }
-      Holder mine = new Holder(clock.instant(), Optional.of(pod));
-      if (conditionalWrite(node, mine.format())) {
+      if (conditionalWrite(node, NodeLockCodec.encode(clock.instant(), pod.namespace(), pod.name()))) {
         return;
       }
       if (attempt == 4) {
@@ -139,7 +105,7 @@ public final class NodeLock {
       if (current == null) {
         return false;
       }
-      if (!force && !parseOrExpired(current).owner.filter(pod::equals).isPresent()) {
+      if (!force && !ownedBy(parseOrExpired(current), pod)) {
         LOG.debug("not releasing {} lock of node {}: held by someone else", current, nodeName);
         return false;
       }
@@ -151,19 +117,23 @@ public final class NodeLock {
   }
 
   /** The node's current lock, if any. */
-  public Optional<Holder> holder(String nodeName) {
+  public Optional<NodeLockCodec.NodeLock> holder(String nodeName) {
     Node node = client.nodes().withName(nodeName).get();
     String value = node == null ? null : annotations(node).get(ANNOTATION);
     return value == null ? Optional.empty() : Optional.of(parseOrExpired(value));
   }
 
+  private static boolean ownedBy(NodeLockCodec.NodeLock lock, PodRef pod) {
+    return lock.namespace().equals(pod.namespace()) && lock.pod().equals(pod.name());
+  }
+
   /** An unparsable lock is treated as expired, so a corrupt value cannot wedge the node forever. */
-  private static Holder parseOrExpired(String value) {
+  private static NodeLockCodec.NodeLock parseOrExpired(String value) {
     try {
-      return parse(value);
+      return NodeLockCodec.decode(value);
     } catch (IllegalArgumentException e) {
       LOG.warn("{}", e.getMessage());
-      return new Holder(Instant.EPOCH, Optional.empty());
+      return new NodeLockCodec.NodeLock(Instant.EPOCH, "", "");
     }
   }
 
