@@ -55,16 +55,31 @@ public final class AdmissionMutator {
 
   private final DeviceConfig config;
   private final String schedulerName;
+  private final boolean overwriteDefaultScheduler;
+
+  /**
+   * A mutator for one device configuration that hands GPU pods naming {@code default-scheduler} to
+   * {@code schedulerName}, as HAMi does by default.
+   *
+   * @param config the device configuration (resource names, defaults, env switches)
+   * @param schedulerName the scheduler GPU pods are handed to
+   */
+  public AdmissionMutator(DeviceConfig config, String schedulerName) {
+    this(config, schedulerName, true);
+  }
 
   /**
    * A mutator for one device configuration.
    *
    * @param config the device configuration (resource names, defaults, env switches)
    * @param schedulerName the scheduler GPU pods are handed to
+   * @param overwriteDefaultScheduler whether a pod that names {@code default-scheduler} is handed over
+   *     too (HAMi's {@code --force-overwrite-default-scheduler}); when false it is left as it is
    */
-  public AdmissionMutator(DeviceConfig config, String schedulerName) {
+  public AdmissionMutator(DeviceConfig config, String schedulerName, boolean overwriteDefaultScheduler) {
     this.config = config;
     this.schedulerName = schedulerName;
+    this.overwriteDefaultScheduler = overwriteDefaultScheduler;
   }
 
   /**
@@ -82,7 +97,7 @@ public final class AdmissionMutator {
     String requestedScheduler = submittedSpec.getSchedulerName();
     if (requestedScheduler != null
         && !requestedScheduler.isEmpty()
-        && !requestedScheduler.equals(KUBE_DEFAULT_SCHEDULER)
+        && !(requestedScheduler.equals(KUBE_DEFAULT_SCHEDULER) && overwriteDefaultScheduler)
         && !requestedScheduler.equals(schedulerName)) {
       return new AdmissionResult(
           true, "pod already has different scheduler assigned", Optional.of(PodJson.copy(submitted)), JsonPatchDiff.diff(before, before), false);
