@@ -57,6 +57,8 @@ public final class ClusterLedger implements AutoCloseable {
   private final Map<String, String> registered = new ConcurrentHashMap<>();
   private final Set<String> warnedNodes = ConcurrentHashMap.newKeySet();
   private final List<SharedIndexInformer<?>> informers = new ArrayList<>();
+  private final Object nodeLock = new Object();
+  private final Object podLock = new Object();
   private @Nullable SharedIndexInformer<Pod> pods;
   private @Nullable SharedIndexInformer<Node> nodes;
   private @Nullable SharedIndexInformer<ResourceQuota> quotas;
@@ -100,6 +102,17 @@ public final class ClusterLedger implements AutoCloseable {
         throw new IllegalStateException("informer caches did not sync within " + timeout + ": " + e.getMessage(), e);
       }
     }
+    // The caches are full, but their handlers may still be working through the initial list: settle
+    // every object now from the cache itself, so the ledger is complete before anyone asks.
+    for (Node node : nodes.getIndexer().list()) {
+      reconcileNode(node.getMetadata().getName());
+    }
+    for (ResourceQuota quota : quotas.getIndexer().list()) {
+      refreshQuotas(quota.getMetadata().getNamespace());
+    }
+    for (Pod pod : pods.getIndexer().list()) {
+      reconcilePod(pod.getMetadata().getNamespace(), pod.getMetadata().getName());
+    }
     synced = true;
     Duration took = Duration.ofNanos(System.nanoTime() - start);
     LOG.info("ledger rebuilt from the cluster in {} ms: {} nodes, {} grants", took.toMillis(), engine.nodeNames().size(), engine.grants().size());
@@ -140,13 +153,15 @@ public final class ClusterLedger implements AutoCloseable {
    * comes back if it is bound later or filtered again.
    */
   public void reap(PodRef pod, String assignedTime) {
-    reaped.put(pod, assignedTime);
-    engine.release(pod);
+    synchronized (podLock) {
+      reaped.put(pod, assignedTime);
+      engine.release(pod);
+    }
   }
 
   /** Re-evaluates a node's registration and health (the periodic register pass). */
   public void refreshNode(Node node) {
-    registerNode(node);
+    reconcileNode(node.getMetadata().getName());
   }
 
   @Override
@@ -212,20 +227,36 @@ public final class ClusterLedger implements AutoCloseable {
     return out;
   }
 
+  /**
+   * Brings one node in line with the cache's current copy. Handlers and the start-up pass both come
+   * here, so whatever order they run in, the last one leaves the ledger matching the cache.
+   */
+  private void reconcileNode(String name) {
+    synchronized (nodeLock) {
+      SharedIndexInformer<Node> informer = nodes;
+      Node node = informer == null ? null : informer.getIndexer().getByKey(name);
+      if (node == null) {
+        forgetNode(name);
+      } else {
+        registerNode(node);
+      }
+    }
+  }
+
   private final class NodeHandler implements ResourceEventHandler<Node> {
     @Override
     public void onAdd(Node node) {
-      registerNode(node);
+      reconcileNode(node.getMetadata().getName());
     }
 
     @Override
     public void onUpdate(Node old, Node node) {
-      registerNode(node);
+      reconcileNode(node.getMetadata().getName());
     }
 
     @Override
     public void onDelete(Node node, boolean finalStateUnknown) {
-      forgetNode(node.getMetadata().getName());
+      reconcileNode(node.getMetadata().getName());
     }
   }
 
@@ -301,22 +332,35 @@ public final class ClusterLedger implements AutoCloseable {
     return containers == null ? List.of() : containers.stream().map(Container::getName).toList();
   }
 
+  /** Brings one pod's grant in line with the cache's current copy of the pod (see {@link #reconcileNode}). */
+  private void reconcilePod(String namespace, String name) {
+    synchronized (podLock) {
+      SharedIndexInformer<Pod> informer = pods;
+      Pod pod = informer == null ? null : informer.getIndexer().getByKey(namespace + "/" + name);
+      if (pod == null) {
+        PodRef ref = new PodRef(namespace, name);
+        engine.release(ref);
+        reaped.remove(ref);
+      } else {
+        trackPod(pod);
+      }
+    }
+  }
+
   private final class PodHandler implements ResourceEventHandler<Pod> {
     @Override
     public void onAdd(Pod pod) {
-      trackPod(pod);
+      reconcilePod(pod.getMetadata().getNamespace(), pod.getMetadata().getName());
     }
 
     @Override
     public void onUpdate(Pod old, Pod pod) {
-      trackPod(pod);
+      reconcilePod(pod.getMetadata().getNamespace(), pod.getMetadata().getName());
     }
 
     @Override
     public void onDelete(Pod pod, boolean finalStateUnknown) {
-      PodRef ref = new PodRef(pod.getMetadata().getNamespace(), pod.getMetadata().getName());
-      engine.release(ref);
-      reaped.remove(ref);
+      reconcilePod(pod.getMetadata().getNamespace(), pod.getMetadata().getName());
     }
   }
 
