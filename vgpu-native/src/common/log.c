@@ -35,6 +35,10 @@ int vgpu_log_threshold(void) {
     return value;
 }
 
+void vgpu_log_set_threshold(int level) {
+    atomic_store_explicit(&cached_threshold, level < VGPU_LOG_ERROR ? VGPU_LOG_ERROR : level, memory_order_relaxed);
+}
+
 void vgpu_log_write(enum vgpu_log_level level, const char *format, ...) {
     static const char *const names[] = {"", "ERROR", "WARN", "INFO", "DEBUG"};
     char line[1024];

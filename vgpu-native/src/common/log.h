@@ -16,6 +16,8 @@ enum vgpu_log_level {
 #endif
 
 int vgpu_log_threshold(void);
+/* Sets the level when LIBCUDA_LOG_LEVEL comes from somewhere other than the environment. */
+void vgpu_log_set_threshold(int level);
 void vgpu_log_write(enum vgpu_log_level level, const char *format, ...) __attribute__((format(printf, 2, 3)));
 
 #define VGPU_LOG(level, ...)                                                \

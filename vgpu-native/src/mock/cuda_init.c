@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "common/parse.h"
 #include "common/proctable.h"
+#include "common/visible.h"
 #include "common/util.h"
 #include "mock/cuda_internal.h"
 
@@ -15,41 +16,13 @@ static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static CUresult init_result = CUDA_ERROR_NOT_INITIALIZED;
 static bool init_attempted;
 
-/* CUDA_VISIBLE_DEVICES, as the real driver reads it: indices into the devices the process can open,
- * or (prefixes of) UUIDs. The list ends at the first entry that names no device. */
+/* CUDA ordinals: the devices this process may open, filtered and ordered by CUDA_VISIBLE_DEVICES. */
 static int apply_cuda_visible_devices(const struct mock_config *config, const struct mock_device **out) {
-    const char *value = getenv("CUDA_VISIBLE_DEVICES");
-    if (value == NULL) {
-        for (unsigned i = 0; i < config->visible_count; i++) out[i] = &config->devices[config->visible[i]];
-        return (int)config->visible_count;
-    }
-    char list[512];
-    vgpu_copy_string(list, value, sizeof list);
-    int count = 0;
-    char *save = NULL;
-    for (char *item = strtok_r(list, ",", &save); item != NULL; item = strtok_r(NULL, ",", &save)) {
-        item = vgpu_trim(item);
-        const struct mock_device *found = NULL;
-        uint64_t index = 0;
-        if (vgpu_parse_uint(item, MOCK_MAX_DEVICES, &index)) {
-            if (index < config->visible_count) found = &config->devices[config->visible[index]];
-        } else if (strncasecmp(item, "GPU-", 4) == 0 && strlen(item) > 4) {
-            for (unsigned i = 0; i < config->visible_count; i++) {
-                const struct mock_device *candidate = &config->devices[config->visible[i]];
-                if (strncasecmp(candidate->uuid, item, strlen(item)) != 0) continue;
-                if (found != NULL) { found = NULL; break; } /* ambiguous prefix */
-                found = candidate;
-            }
-        }
-        if (found == NULL) {
-            LOG_DEBUG("CUDA_VISIBLE_DEVICES entry \"%s\" names no device; later entries are ignored", item);
-            break;
-        }
-        bool duplicate = false;
-        for (int i = 0; i < count; i++) duplicate |= out[i] == found;
-        if (duplicate) break;
-        out[count++] = found;
-    }
+    const char *uuids[MOCK_MAX_DEVICES];
+    int order[MOCK_MAX_DEVICES];
+    for (unsigned i = 0; i < config->visible_count; i++) uuids[i] = config->devices[config->visible[i]].uuid;
+    int count = vgpu_cuda_visible_order(getenv("CUDA_VISIBLE_DEVICES"), uuids, (int)config->visible_count, order);
+    for (int i = 0; i < count; i++) out[i] = &config->devices[config->visible[order[i]]];
     return count;
 }
 
