@@ -430,16 +430,17 @@ RUNNING_PROCESSES(nvmlDeviceGetComputeRunningProcesses_v3, nvmlProcessInfo_t,
 
 /* ---- utilization from the virtual clock ---------------------------------------------------- */
 
-/* The monotonic window [*from, *to) matching wall-clock microseconds since last_seen_us; a missing or
- * stale last_seen_us means the last second. */
-static void window_since(unsigned long long last_seen_us, uint64_t *from, uint64_t *to) {
+/* The monotonic window [*from, *to) matching wall-clock microseconds since last_seen_us; 0 or a time
+ * older than the kept history means the last second. False if last_seen_us is not in the past. */
+static bool window_since(unsigned long long last_seen_us, uint64_t *from, uint64_t *to) {
     uint64_t now_mono = vgpu_now_ns(), now_wall_us = vgpu_wall_ns() / 1000;
+    if (last_seen_us >= now_wall_us) return false;
     uint64_t span_ns = 1000000000ULL;
-    if (last_seen_us > 0 && last_seen_us < now_wall_us && now_wall_us - last_seen_us < 3000000ULL)
-        span_ns = (now_wall_us - last_seen_us) * 1000;
+    if (last_seen_us > 0 && now_wall_us - last_seen_us < 3000000ULL) span_ns = (now_wall_us - last_seen_us) * 1000;
     if (span_ns < MOCK_BUCKET_NS) span_ns = MOCK_BUCKET_NS;
     *to = now_mono;
     *from = now_mono - span_ns;
+    return true;
 }
 
 static unsigned percent(uint64_t busy_ns, uint64_t window_ns) {
@@ -452,7 +453,7 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t handle, nvmlUtilization_
     nvmlReturn_t result = utilization == NULL ? NVML_ERROR_INVALID_ARGUMENT : live_device_of(handle, &device);
     if (result != NVML_SUCCESS) return result;
     uint64_t from = 0, to = 0;
-    window_since(0, &from, &to);
+    window_since(0, &from, &to); /* the last second */
     uint64_t busy = mock_timeline_busy_ns(&state->devices[device->physical_index].timeline, from, to);
     /* No memory-bandwidth model: memory utilization is always 0. */
     *utilization = (nvmlUtilization_t){.gpu = percent(busy, to - from), .memory = 0};
@@ -465,9 +466,12 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t handle, nvmlProcessUti
     nvmlReturn_t result = processSamplesCount == NULL ? NVML_ERROR_INVALID_ARGUMENT : live_device_of(handle, &device);
     if (result != NVML_SUCCESS) return result;
     uint64_t from = 0, to = 0;
-    window_since(lastSeenTimeStamp, &from, &to);
     nvmlProcessUtilizationSample_t samples[MOCK_MAX_PROCESSES];
     unsigned count = 0;
+    if (!window_since(lastSeenTimeStamp, &from, &to)) {
+        *processSamplesCount = 0;
+        return NVML_ERROR_NOT_FOUND;
+    }
     unsigned long long stamp = vgpu_wall_ns() / 1000;
     for (unsigned i = 0; i < MOCK_MAX_PROCESSES; i++) {
         struct mock_state_process *slot = &state->processes[i];

@@ -19,6 +19,9 @@
 #define MAX_LISTED_PROCESSES 128
 #define MAX_CONTEXT_BYTES (4ULL << 30)        /* larger deltas are other processes' allocations */
 #define PROBE_LOCK_WAIT_NS 2000000000ULL
+/* Booked before the first context of a container is created, until it is measured; later contexts
+ * book what the last one took. Real contexts take a few hundred MiB. */
+#define FIRST_CONTEXT_ESTIMATE (512ULL << 20)
 
 struct process_list {
     unsigned count;
@@ -160,6 +163,31 @@ static void release_context_bytes(int ordinal, uint64_t bytes) {
     atomic_fetch_sub(&runtime.slot->devices[ordinal].context_bytes, bytes);
 }
 
+/* The driver takes a context's memory before anyone can measure it, so an estimate is booked first
+ * (without it, a context created while the container is at its limit would overshoot it) and settled
+ * once measured. If even the estimate does not fit, nothing is booked and the measurement decides. */
+static uint64_t book_estimate(int ordinal) {
+    uint64_t estimate = atomic_load(&runtime.region->devices[ordinal].context_bytes);
+    if (estimate == 0) estimate = FIRST_CONTEXT_ESTIMATE;
+    return vgpu_region_charge(runtime.region, runtime.slot, ordinal, estimate, runtime.devices[ordinal].memory_limit)
+               ? estimate
+               : 0;
+}
+
+/* Replaces the estimate by the measured bytes; false if the context does not fit the limit. */
+static bool settle_booking(int ordinal, uint64_t booked, uint64_t measured) {
+    if (measured > booked && !vgpu_reserve(ordinal, measured - booked)) {
+        vgpu_unreserve(ordinal, booked);
+        return false;
+    }
+    if (booked > measured) vgpu_unreserve(ordinal, booked - measured);
+    if (measured > 0) atomic_store(&runtime.region->devices[ordinal].context_bytes, measured);
+    charge_context_bytes(ordinal, measured);
+    LOG_DEBUG("new context on device %d took %llu bytes (%llu booked beforehand)", ordinal, (unsigned long long)measured,
+              (unsigned long long)booked);
+    return true;
+}
+
 /* ---- created contexts ---------------------------------------------------------------------- */
 
 typedef CUresult (*context_factory)(void *arguments);
@@ -168,20 +196,22 @@ static CUresult create_counted(int ordinal, CUcontext *pctx, context_factory cre
     if (!vgpu_active() || pctx == NULL || !vgpu_ordinal_limited(ordinal)) return create(arguments);
     struct probe probe;
     probe_begin(ordinal, &probe);
+    uint64_t booked = book_estimate(ordinal);
     CUresult result = create(arguments);
     if (result != CUDA_SUCCESS) {
         probe_abandon(&probe);
+        vgpu_unreserve(ordinal, booked);
         return result;
     }
     uint64_t bytes = probe_end(&probe);
     struct context_record *record = malloc(sizeof *record);
-    if (record == NULL || !vgpu_reserve(ordinal, bytes)) {
+    if (record == NULL || !settle_booking(ordinal, booked, bytes)) {
+        if (record == NULL) vgpu_unreserve(ordinal, booked);
         free(record);
         real.cuCtxDestroy_v2(*pctx);
         *pctx = NULL;
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    charge_context_bytes(ordinal, bytes);
     *record = (struct context_record){ordinal, bytes};
     pthread_mutex_lock(&contexts_lock);
     bool stored = vgpu_ptrmap_put(&contexts, (uint64_t)(uintptr_t)*pctx, record);
@@ -275,16 +305,6 @@ static bool primary_active(CUdevice dev) {
            active;
 }
 
-struct retain_arguments {
-    CUcontext *context;
-    CUdevice device;
-};
-
-static CUresult call_retain(void *arguments) {
-    struct retain_arguments *a = arguments;
-    return real.cuDevicePrimaryCtxRetain(a->context, a->device);
-}
-
 CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
     if (real.cuDevicePrimaryCtxRetain == NULL) return VGPU_CONFIG_REFUSED;
     if (!vgpu_active() || pctx == NULL || !vgpu_ordinal_limited(dev)) return real.cuDevicePrimaryCtxRetain(pctx, dev);
@@ -296,17 +316,17 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
         /* The retain that creates the primary context: measure and charge it. */
         struct probe probe;
         probe_begin(dev, &probe);
-        struct retain_arguments arguments = {pctx, dev};
-        result = call_retain(&arguments);
+        uint64_t booked = book_estimate(dev);
+        result = real.cuDevicePrimaryCtxRetain(pctx, dev);
         if (result != CUDA_SUCCESS) {
             probe_abandon(&probe);
+            vgpu_unreserve(dev, booked);
         } else {
             uint64_t bytes = probe_end(&probe);
-            if (!vgpu_reserve(dev, bytes)) {
+            if (!settle_booking(dev, booked, bytes)) {
                 (real.cuDevicePrimaryCtxRelease_v2 ? real.cuDevicePrimaryCtxRelease_v2 : real.cuDevicePrimaryCtxRelease)(dev);
                 result = CUDA_ERROR_OUT_OF_MEMORY;
             } else {
-                charge_context_bytes(dev, bytes);
                 primaries[dev].charged = bytes;
             }
         }

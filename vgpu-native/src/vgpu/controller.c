@@ -159,6 +159,8 @@ static void control(int ordinal, uint64_t wall_us) {
     atomic_store(&runtime.slot->devices[ordinal].sm_util_permille, (uint32_t)own_permille);
     double target = runtime.devices[ordinal].sm_limit / 100.0;
     double budget = load_budget(pacer);
+    LOG_DEBUG("device %d: utilization %.3f (target %.2f), %llu threads launched, %llu waits, budget %.4g ns/thread",
+              ordinal, utilization, target, (unsigned long long)launched, (unsigned long long)waited, budget);
     if (budget <= 0) {
         /* Calibrate: GPU time per thread launched, spread so that it fills `target` of wall time. */
         if (launched > 0 && utilization > 0) store_budget(pacer, utilization * window_ns / (double)launched / target);
@@ -185,12 +187,12 @@ static void record_kernel_activity(uint64_t wall_ns) {
     }
 }
 
+/* Runs for the life of the process (a forked child has no copy of this thread). */
 static void *housekeeping(void *unused) {
     (void)unused;
     uint64_t next_reap = 0;
-    for (;;) {
+    while (true) {
         uint64_t now = vgpu_now_ns();
-        if (!vgpu_active()) return NULL; /* a forked child stops here */
         if (now >= next_reap) {
             vgpu_region_reap(runtime.region);
             record_kernel_activity(vgpu_wall_ns());
@@ -205,6 +207,7 @@ static void *housekeeping(void *unused) {
             vgpu_sleep_until_ns(next_reap);
         }
     }
+    return NULL;
 }
 
 void vgpu_controller_start(void) {

@@ -63,27 +63,35 @@ static bool track(struct vgpu_ptrmap *map, uint64_t key, uint64_t bytes, int ord
         free(entry);
         return false;
     }
-    if (previous != NULL) { /* the driver reused an address we never saw freed (freed behind our back) */
+    if (previous != NULL) { /* the address came back although we never saw it freed: freed behind our back */
         vgpu_unreserve(previous->ordinal, previous->bytes);
         free(previous);
     }
     return true;
 }
 
-static struct tracked *lookup(struct vgpu_ptrmap *map, uint64_t key) {
+/* Frees take their entry out of the map before the driver frees, so that no other thread can see
+ * an entry whose memory is gone (the driver may hand the address out again at once). */
+static struct tracked *take(struct vgpu_ptrmap *map, uint64_t key) {
     pthread_mutex_lock(&tracking_lock);
-    struct tracked *entry = vgpu_ptrmap_get(map, key);
+    struct tracked *entry = vgpu_ptrmap_remove(map, key);
     pthread_mutex_unlock(&tracking_lock);
     return entry;
 }
 
-/* Removes key if it still maps to entry (another thread may have freed and re-allocated it). */
-static void untrack(struct vgpu_ptrmap *map, uint64_t key, struct tracked *entry) {
-    pthread_mutex_lock(&tracking_lock);
-    bool present = vgpu_ptrmap_get(map, key) == entry;
-    if (present) vgpu_ptrmap_remove(map, key);
-    pthread_mutex_unlock(&tracking_lock);
-    if (!present) return;
+/* After the driver freed (result SUCCESS) the bytes are given back; after it refused, the entry returns. */
+static void finish_free(struct vgpu_ptrmap *map, uint64_t key, struct tracked *entry, CUresult result) {
+    if (entry == NULL) return;
+    if (result != CUDA_SUCCESS) {
+        pthread_mutex_lock(&tracking_lock);
+        bool stored = vgpu_ptrmap_put(map, key, entry);
+        pthread_mutex_unlock(&tracking_lock);
+        if (stored) return;
+        /* Out of host memory: the allocation stays counted in the region until the process exits. */
+        LOG_ERROR("out of host memory while keeping track of a failed free");
+        free(entry);
+        return;
+    }
     vgpu_unreserve(entry->ordinal, entry->bytes);
     free(entry);
 }
@@ -224,9 +232,9 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInByt
 
 CUresult cuMemFree_v2(CUdeviceptr dptr) {
     if (real.cuMemFree_v2 == NULL) return VGPU_CONFIG_REFUSED;
-    struct tracked *entry = (vgpu_active() && dptr != 0) ? lookup(&pointers, dptr) : NULL;
+    struct tracked *entry = (vgpu_active() && dptr != 0) ? take(&pointers, dptr) : NULL;
     CUresult result = real.cuMemFree_v2(dptr); /* untracked pointers are the driver's to judge */
-    if (result == CUDA_SUCCESS && entry != NULL) untrack(&pointers, dptr, entry);
+    finish_free(&pointers, dptr, entry, result);
     return result;
 }
 
@@ -286,9 +294,9 @@ CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemo
 static CUresult free_async(CUdeviceptr dptr, CUstream hStream, bool per_thread) {
     __typeof__(real.cuMemFreeAsync) free_function = per_thread ? real.cuMemFreeAsync_ptsz : real.cuMemFreeAsync;
     if (free_function == NULL) return VGPU_CONFIG_REFUSED;
-    struct tracked *entry = (vgpu_active() && dptr != 0) ? lookup(&pointers, dptr) : NULL;
+    struct tracked *entry = (vgpu_active() && dptr != 0) ? take(&pointers, dptr) : NULL;
     CUresult result = free_function(dptr, hStream);
-    if (result == CUDA_SUCCESS && entry != NULL) untrack(&pointers, dptr, entry);
+    finish_free(&pointers, dptr, entry, result);
     return result;
 }
 
@@ -322,9 +330,9 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CU
 
 CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
     if (real.cuMemRelease == NULL) return VGPU_CONFIG_REFUSED;
-    struct tracked *entry = vgpu_active() ? lookup(&vmm_handles, handle) : NULL;
+    struct tracked *entry = vgpu_active() ? take(&vmm_handles, handle) : NULL;
     CUresult result = real.cuMemRelease(handle);
-    if (result == CUDA_SUCCESS && entry != NULL) untrack(&vmm_handles, handle, entry);
+    finish_free(&vmm_handles, handle, entry, result);
     return result;
 }
 
@@ -445,9 +453,9 @@ CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DE
 
 static CUresult destroy_array(void *handle, CUresult (*destroy)(void *handle)) {
     uint64_t key = (uint64_t)(uintptr_t)handle;
-    struct tracked *entry = vgpu_active() ? lookup(&arrays, key) : NULL;
+    struct tracked *entry = vgpu_active() ? take(&arrays, key) : NULL;
     CUresult result = destroy(handle);
-    if (result == CUDA_SUCCESS && entry != NULL) untrack(&arrays, key, entry);
+    finish_free(&arrays, key, entry, result);
     return result;
 }
 

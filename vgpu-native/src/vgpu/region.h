@@ -59,7 +59,8 @@ struct vgpu_region_device {
     _Atomic uint32_t sm_util_permille; /* 136: the container's compute utilization, last controller tick */
     _Atomic uint32_t sm_limit_permille;/* 140: the utilization the controller is steering to */
     _Atomic uint64_t throttled_ns;     /* 144: total time launches were held back */
-    uint8_t reserved[256 - 152];       /* 152 */
+    _Atomic uint64_t context_bytes;    /* 152: memory the last context created on this device took */
+    uint8_t reserved[256 - 160];       /* 160 */
 };
 
 struct vgpu_region_slot_device {
@@ -93,6 +94,7 @@ _Static_assert(sizeof(struct vgpu_region_slot) == 576, "region slot is 576 bytes
 _Static_assert(offsetof(struct vgpu_region_header, limits_source) == 80, "region header layout");
 _Static_assert(offsetof(struct vgpu_region_device, memory_used) == 112, "region device layout");
 _Static_assert(offsetof(struct vgpu_region_device, throttled_ns) == 144, "region device layout");
+_Static_assert(offsetof(struct vgpu_region_device, context_bytes) == 152, "region device layout");
 _Static_assert(offsetof(struct vgpu_region_slot, devices) == 64, "region slot layout");
 _Static_assert(offsetof(struct vgpu_region, devices) == 4096, "region device table offset");
 _Static_assert(offsetof(struct vgpu_region, slots) == 8192, "region slot table offset");

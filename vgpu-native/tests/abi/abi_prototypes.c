@@ -14,4 +14,5 @@
 
 #include "abi_prototypes.h"
 
+int abi_prototypes_checked(void);
 int abi_prototypes_checked(void) { return 1; }

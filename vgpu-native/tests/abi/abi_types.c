@@ -26,4 +26,5 @@
 
 #include "abi_checks.h"
 
+int abi_types_checked(void);
 int abi_types_checked(void) { return 1; }

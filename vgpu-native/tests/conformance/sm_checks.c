@@ -1,0 +1,92 @@
+/* Compute limit accuracy: a process limited to X% of the device launches kernels of random sizes
+ * as fast as it is allowed, while an unlimited process (another container, without libvgpu) competes
+ * for the same device. The share is measured from the mock's own busy accounting of the limited
+ * process over 4 s, after 1.5 s of settling. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "checks.h"
+#include "common/util.h"
+#include "mock/state.h"
+
+#define SETTLE_NS 1500000000ULL
+#define MEASURE_WINDOWS 8
+#define WINDOW_NS 500000000ULL
+#define TOLERANCE_POINTS 3.0
+
+/* 256 threads per block: 8 resident blocks per SM, 864 blocks per wave on an A100. */
+#define BLOCKS_PER_WAVE 864
+
+static int launch_forever(unsigned synchronize_every, unsigned seed) {
+    CUcontext context;
+    if (setup_primary_context(&context)) return 1;
+    CUmodule module;
+    CUfunction function;
+    CU_OK(cuModuleLoadData(&module, "\177ELF"));
+    CU_OK(cuModuleGetFunction(&function, module, "work"));
+    for (unsigned i = 0;; i++) {
+        unsigned waves = 1 + rand_r(&seed) % 20; /* 10 to 200 us */
+        CU_OK(cuLaunchKernel(function, waves * BLOCKS_PER_WAVE, 1, 1, 256, 1, 1, 0, NULL, NULL, NULL));
+        if (i % synchronize_every == synchronize_every - 1) CU_OK(cuCtxSynchronize());
+    }
+}
+
+int role_sm_limited(int argc, char **argv) {
+    (void)argc, (void)argv;
+    return launch_forever(16, (unsigned)getpid());
+}
+
+int role_sm_competitor(int argc, char **argv) {
+    (void)argc, (void)argv;
+    return launch_forever(2, (unsigned)getpid() * 7919u);
+}
+
+static uint64_t busy_of(struct mock_state *state, pid_t pid, uint64_t from, uint64_t to) {
+    int slot = mock_slot_of(state, pid);
+    return slot < 0 ? 0 : mock_timeline_busy_ns(&state->processes[slot].devices[0].timeline, from, to);
+}
+
+int check_sm_limit(int argc, char **argv) {
+    EXPECT(argc >= 3, "percentage argument");
+    int percent = atoi(argv[2]);
+    char limit[64], region[700];
+    snprintf(limit, sizeof limit, "CUDA_DEVICE_SM_LIMIT=%d", percent);
+    snprintf(region, sizeof region, "CUDA_DEVICE_MEMORY_SHARED_CACHE=%s/sm-%d.region", getenv("VGPU_TEST_DIR"), percent);
+    char preload[700];
+    snprintf(preload, sizeof preload, "LD_PRELOAD=%s", getenv("VGPU_TEST_LIBVGPU"));
+    const char *competitor_env[] = {"LD_PRELOAD", NULL};
+    const char *limited_env[] = {preload, limit, region, "GPU_CORE_UTILIZATION_POLICY=force", NULL};
+    pid_t competitor = spawn_self_with("sm-competitor", NULL, competitor_env, NULL);
+    pid_t limited = spawn_self_with("sm-limited", NULL, limited_env, NULL);
+    struct mock_state *state = mock_state_for_tests();
+    EXPECT(state != NULL, "mock state readable");
+    uint64_t start = vgpu_now_ns();
+    vgpu_sleep_until_ns(start + SETTLE_NS);
+    uint64_t from = vgpu_now_ns(), limited_busy = 0, competitor_busy = 0, device_busy = 0;
+    for (int window = 0; window < MEASURE_WINDOWS; window++) {
+        uint64_t window_start = from + (uint64_t)window * WINDOW_NS;
+        vgpu_sleep_until_ns(window_start + WINDOW_NS + 2 * MOCK_BUCKET_NS); /* let the window's last bucket settle */
+        limited_busy += busy_of(state, limited, window_start, window_start + WINDOW_NS);
+        competitor_busy += busy_of(state, competitor, window_start, window_start + WINDOW_NS);
+        device_busy += mock_timeline_busy_ns(&state->devices[0].timeline, window_start, window_start + WINDOW_NS);
+    }
+    kill(limited, SIGKILL);
+    kill(competitor, SIGKILL);
+    int limited_status = wait_child(limited), competitor_status = wait_child(competitor);
+    double span = (double)(MEASURE_WINDOWS * WINDOW_NS);
+    double achieved = 100.0 * (double)limited_busy / span;
+    printf("sm-accuracy target=%d achieved=%.1f competitor=%.1f device=%.1f\n", percent, achieved,
+           100.0 * (double)competitor_busy / span, 100.0 * (double)device_busy / span);
+    fflush(stdout);
+    fprintf(stderr, "  limit %d%%: achieved %.1f%% while the unlimited process got %.1f%% (device busy %.1f%%)\n", percent,
+            achieved, 100.0 * (double)competitor_busy / span, 100.0 * (double)device_busy / span);
+    EXPECT(limited_status == 128 + SIGKILL && competitor_status == 128 + SIGKILL, "workers ran until stopped (%d, %d)",
+           limited_status, competitor_status);
+    EXPECT(achieved >= percent - TOLERANCE_POINTS && achieved <= percent + TOLERANCE_POINTS,
+           "achieved %.1f%% for a %d%% limit (tolerance %.0f points)", achieved, percent, TOLERANCE_POINTS);
+    EXPECT(competitor_busy > 0, "the unlimited process competed");
+    return 0;
+}
