@@ -161,6 +161,7 @@ check meminfo-reports-limit "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" meminfo-r
 check null-outputs "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" null-outputs
 check allocation-apis-counted "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" allocation-apis-counted
 check free-paths "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" free-paths
+check usage-above-limit-no-underflow "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" usage-above-limit-no-underflow
 check race-4x8 "$P" CUDA_DEVICE_MEMORY_LIMIT=2g -- "$BIN" race-4x8
 check sigkill-reclaim "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" sigkill-reclaim
 check visible-index-physical "$P" VGPU_MOCK_CONFIG=A100-SXM4-40GB:2 VGPU_MOCK_VISIBLE_DEVICES=1 \

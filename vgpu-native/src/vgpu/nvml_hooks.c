@@ -120,9 +120,10 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory) 
     uint64_t total = 0, used = 0;
     bool refused = false;
     if (!container_view(device, memory->total, &total, &used, &refused)) return refused ? NVML_ERROR_UNKNOWN : result;
+    /* NVML promises total = used + free; over the limit that reads as full, never as a wrapped free. */
     memory->total = total;
-    memory->used = used;
-    memory->free = used < total ? total - used : 0; /* never wraps around */
+    memory->used = used < total ? used : total;
+    memory->free = total - memory->used;
     return NVML_SUCCESS;
 }
 
@@ -135,7 +136,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *me
     if (!container_view(device, memory->total, &total, &used, &refused)) return refused ? NVML_ERROR_UNKNOWN : result;
     memory->total = total;
     memory->reserved = 0; /* the driver's reservation is outside the container's share */
-    memory->used = used;
-    memory->free = used < total ? total - used : 0;
+    memory->used = used < total ? used : total;
+    memory->free = total - memory->used;
     return NVML_SUCCESS;
 }

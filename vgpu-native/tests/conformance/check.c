@@ -10,6 +10,15 @@
 #include "mock/config.h"
 #include "mock/state.h"
 
+bool real_gpu(void) {
+    const char *value = getenv("VGPU_TEST_REAL_GPU");
+    return value != NULL && strcmp(value, "1") == 0;
+}
+
+uint64_t expected_context_bytes(uint64_t measured) {
+    return real_gpu() ? measured : env_bytes("VGPU_MOCK_CONTEXT_MIB") * MIB;
+}
+
 int setup_primary_context(CUcontext *context) {
     CU_OK(cuInit(0));
     CU_OK(cuDevicePrimaryCtxRetain(context, 0));

@@ -44,6 +44,12 @@ struct check {
     int (*run)(int argc, char **argv);
 };
 
+/* True when the checks run against a real driver (scripts/gpu-check.sh sets VGPU_TEST_REAL_GPU=1):
+ * expectations that depend on the mock (its context size, its own accounting) are then skipped. */
+bool real_gpu(void);
+/* The memory a context is charged: VGPU_MOCK_CONTEXT_MIB on the mock, measured on a real GPU. */
+uint64_t expected_context_bytes(uint64_t measured);
+
 /* cuInit + the primary context of ordinal 0 made current. */
 int setup_primary_context(CUcontext *context);
 /* Limit-view free and total of the current context. */

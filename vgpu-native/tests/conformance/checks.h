@@ -8,6 +8,7 @@ int check_meminfo_reports_limit(int argc, char **argv);
 int check_null_outputs(int argc, char **argv);
 int check_allocation_apis(int argc, char **argv);
 int check_free_paths(int argc, char **argv);
+int check_usage_above_limit(int argc, char **argv);
 int check_race(int argc, char **argv);
 int check_kill_reclaim(int argc, char **argv);
 int check_visible_physical(int argc, char **argv);
@@ -39,5 +40,6 @@ int role_sm_limited(int argc, char **argv);
 int role_sm_competitor(int argc, char **argv);
 int role_bench_alloc(int argc, char **argv);
 int role_bench_launch(int argc, char **argv);
+int role_gpu_throughput(int argc, char **argv);
 
 #endif

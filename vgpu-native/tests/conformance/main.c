@@ -13,6 +13,7 @@ static const struct check CHECKS[] = {
     {"null-outputs", check_null_outputs},
     {"allocation-apis-counted", check_allocation_apis},
     {"free-paths", check_free_paths},
+    {"usage-above-limit-no-underflow", check_usage_above_limit},
     {"race-4x8", check_race},
     {"sigkill-reclaim", check_kill_reclaim},
     {"visible-index-physical", check_visible_physical},
@@ -43,6 +44,7 @@ static const struct check CHECKS[] = {
     {"sm-competitor", role_sm_competitor},
     {"bench-alloc", role_bench_alloc},
     {"bench-launch", role_bench_launch},
+    {"gpu-throughput", role_gpu_throughput},
 };
 
 int main(int argc, char **argv) {

@@ -1,11 +1,15 @@
 /* Memory limit checks, run with libvgpu.so preloaded over the mock driver and a limit in
  * CUDA_DEVICE_MEMORY_LIMIT (the runner sets 1g). */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "checks.h"
 #include "mock/state.h"
+#include "vgpu/region.h"
 
 static int expect_free(size_t expected, const char *what) {
     size_t free_bytes = 0, total = 0;
@@ -16,6 +20,7 @@ static int expect_free(size_t expected, const char *what) {
 }
 
 static uint64_t mock_device_used(void) {
+    if (real_gpu()) return 0; /* the real driver's own accounting is not visible here */
     struct mock_state *state = mock_state_for_tests();
     return state != NULL ? atomic_load(&state->devices[0].used_bytes) : UINT64_MAX;
 }
@@ -85,11 +90,13 @@ int check_exact_boundary(int argc, char **argv) {
 
 int check_meminfo_reports_limit(int argc, char **argv) {
     (void)argc, (void)argv;
-    uint64_t limit = env_bytes("CUDA_DEVICE_MEMORY_LIMIT"), context_bytes = env_bytes("VGPU_MOCK_CONTEXT_MIB") * MIB;
+    uint64_t limit = env_bytes("CUDA_DEVICE_MEMORY_LIMIT");
     CUcontext context;
     if (setup_primary_context(&context)) return 1;
     size_t free_bytes = 0, total = 0, device_total = 0;
     if (memory_info(&free_bytes, &total)) return 1;
+    uint64_t context_bytes = expected_context_bytes(limit - free_bytes);
+    EXPECT(context_bytes > 0 && context_bytes < 4 * GIB, "context charge %llu", (unsigned long long)context_bytes);
     EXPECT(total == limit, "cuMemGetInfo total %zu, limit %llu", total, (unsigned long long)limit);
     CU_OK(cuDeviceTotalMem_v2(&device_total, 0));
     EXPECT(device_total == limit, "cuDeviceTotalMem %zu, limit %llu", device_total, (unsigned long long)limit);
@@ -169,11 +176,13 @@ static int check_vmm_counted(void) {
 }
 
 static int check_context_counted(CUcontext primary) {
-    uint64_t context_bytes = env_bytes("VGPU_MOCK_CONTEXT_MIB") * MIB;
-    size_t before = 0, total = 0;
+    size_t before = 0, total = 0, after_create = 0;
     if (memory_info(&before, &total)) return 1;
     CUcontext second = NULL;
     CU_OK(cuCtxCreate_v2(&second, 0, 0));
+    if (memory_info(&after_create, &total)) return 1;
+    uint64_t context_bytes = expected_context_bytes(before - after_create);
+    EXPECT(context_bytes > 0, "a second context must be charged");
     if (expect_free(before - context_bytes, "a second context charged")) return 1;
     CUdeviceptr leaked = 0;
     CU_OK(cuMemAlloc_v2(&leaked, 10 * MIB));
@@ -260,4 +269,35 @@ int check_free_paths(int argc, char **argv) {
     CU_OK(cuMemFree_v2(pointer));
     EXPECT_CU(cuMemFree_v2(pointer), CUDA_ERROR_INVALID_VALUE); /* double free: the driver's error, no second uncount */
     return expect_free(before, "after untracked and double frees");
+}
+
+/* Usage above the limit (a node monitor lowered it, or another writer of the region overshot):
+ * free memory reads 0, never a wrapped-around huge number; NVML reads full (used = total, as NVML
+ * promises total = used + free); and nothing more can be allocated. */
+int check_usage_above_limit(int argc, char **argv) {
+    (void)argc, (void)argv;
+    uint64_t limit = env_bytes("CUDA_DEVICE_MEMORY_LIMIT");
+    CUcontext context;
+    if (setup_primary_context(&context)) return 1;
+    size_t room = 0, total = 0;
+    if (memory_info(&room, &total)) return 1;
+    int fd = open(getenv("CUDA_DEVICE_MEMORY_SHARED_CACHE"), O_RDWR | O_CLOEXEC);
+    EXPECT(fd >= 0, "region file opens");
+    struct vgpu_region *region = mmap(NULL, sizeof *region, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    EXPECT(region != MAP_FAILED, "region maps");
+    atomic_fetch_add(&region->devices[0].memory_used, limit);
+    size_t free_bytes = 1;
+    CU_OK(cuMemGetInfo_v2(&free_bytes, &total));
+    uint64_t nvml_total = 0, nvml_used = 0, nvml_free = 1;
+    int nvml_failed = nvml_memory(&nvml_total, &nvml_used, &nvml_free);
+    CUdeviceptr pointer = 0;
+    CUresult allocation = cuMemAlloc_v2(&pointer, 1);
+    atomic_fetch_sub(&region->devices[0].memory_used, limit);
+    EXPECT(free_bytes == 0 && total == limit, "cuMemGetInfo free %zu total %zu over the limit", free_bytes, total);
+    EXPECT(!nvml_failed && nvml_free == 0 && nvml_total == limit && nvml_used == limit,
+           "NVML free %llu total %llu used %llu over the limit", (unsigned long long)nvml_free,
+           (unsigned long long)nvml_total, (unsigned long long)nvml_used);
+    EXPECT(allocation == CUDA_ERROR_OUT_OF_MEMORY, "allocation over the limit returned %d", (int)allocation);
+    return expect_free(room, "after the usage came back under the limit");
 }

@@ -90,3 +90,46 @@ int check_sm_limit(int argc, char **argv) {
     EXPECT(competitor_busy > 0, "the unlimited process competed");
     return 0;
 }
+
+/* For scripts/gpu-check.sh on a real GPU: a compute-bound PTX kernel (the driver compiles it), run
+ * for argv[2] seconds after one second of warm-up; prints kernels completed per second. */
+static const char SPIN_PTX[] =
+    ".version 7.0\n.target sm_70\n.address_size 64\n"
+    ".visible .entry spin(.param .u64 out, .param .u32 iterations)\n{\n"
+    "  .reg .pred %p;\n  .reg .b32 %r<3>;\n  .reg .f32 %f<2>;\n  .reg .b64 %rd<2>;\n"
+    "  ld.param.u64 %rd1, [out];\n  cvta.to.global.u64 %rd1, %rd1;\n  ld.param.u32 %r1, [iterations];\n"
+    "  mov.u32 %r2, 0;\n  mov.f32 %f1, 0f3F800000;\n"
+    "LOOP:\n  fma.rn.f32 %f1, %f1, 0f3F7FFFFE, 0f3A83126F;\n  add.u32 %r2, %r2, 1;\n"
+    "  setp.lt.u32 %p, %r2, %r1;\n  @%p bra LOOP;\n"
+    "  st.global.f32 [%rd1], %f1;\n  ret;\n}\n";
+
+int role_gpu_throughput(int argc, char **argv) {
+    double seconds = argc >= 3 ? atof(argv[2]) : 5.0;
+    CUcontext context;
+    if (setup_primary_context(&context)) return 1;
+    CUmodule module;
+    CUfunction function;
+    CU_OK(cuModuleLoadData(&module, SPIN_PTX));
+    CU_OK(cuModuleGetFunction(&function, module, "spin"));
+    int multiprocessors = 0;
+    CU_OK(cuDeviceGetAttribute(&multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
+    CUdeviceptr out = 0;
+    CU_OK(cuMemAlloc_v2(&out, sizeof(float)));
+    unsigned iterations = 200000; /* about a millisecond per kernel on a data-center GPU */
+    void *arguments[] = {&out, &iterations};
+    uint64_t warm_until = vgpu_now_ns() + 1000000000ULL, start = 0, stop = 0, kernels = 0;
+    for (unsigned i = 0;; i++) {
+        CU_OK(cuLaunchKernel(function, (unsigned)multiprocessors * 4, 1, 1, 256, 1, 1, 0, NULL, arguments, NULL));
+        if (i % 8 != 7) continue;
+        CU_OK(cuCtxSynchronize());
+        uint64_t now = vgpu_now_ns();
+        if (start == 0 && now >= warm_until) start = now, kernels = 0;
+        else if (start != 0) kernels += 8;
+        if (start != 0 && now - start >= (uint64_t)(seconds * 1e9)) {
+            stop = now;
+            break;
+        }
+    }
+    printf("%.2f\n", (double)kernels / ((double)(stop - start) / 1e9));
+    return 0;
+}
