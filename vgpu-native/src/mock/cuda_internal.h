@@ -207,7 +207,7 @@ void mock_context_release_resources(struct mock_context *context);
 /* Memory (cuda_memory.c). */
 CUresult mock_allocate_device(CUdeviceptr *pointer, size_t bytes, int ordinal, enum mock_allocation_kind kind,
                               struct mock_context *context, struct mock_pool *pool);
-CUresult mock_free_allocation(CUdeviceptr pointer, bool pool_only);
+CUresult mock_free_allocation(CUdeviceptr pointer);
 void mock_free_context_allocations(struct mock_context *context);
 /* The allocation containing address, or NULL. Caller holds memory_lock. */
 struct mock_allocation *mock_find_allocation(CUdeviceptr address);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/arrays.h"
 #include "common/log.h"
 #include "mock/cuda_internal.h"
 
@@ -88,16 +89,22 @@ static void release_allocation(struct mock_allocation *allocation) {
     free(allocation);
 }
 
-CUresult mock_free_allocation(CUdeviceptr pointer, bool pool_only) {
+#define KIND(kind) (1U << (kind))
+#define DEVICE_KINDS (KIND(MOCK_ALLOC_DEVICE) | KIND(MOCK_ALLOC_MANAGED) | KIND(MOCK_ALLOC_POOL))
+
+/* Removes and returns the allocation starting at base if its kind is in kinds (a KIND() mask). */
+static struct mock_allocation *take_allocation(CUdeviceptr base, unsigned kinds) {
     pthread_mutex_lock(&mock_driver.memory_lock);
-    struct mock_allocation *allocation = vgpu_ptrmap_get(&mock_driver.allocations, pointer);
-    bool device_memory = allocation != NULL &&
-                         (allocation->kind == MOCK_ALLOC_DEVICE || allocation->kind == MOCK_ALLOC_MANAGED ||
-                          allocation->kind == MOCK_ALLOC_POOL) &&
-                         (!pool_only || allocation->kind == MOCK_ALLOC_POOL);
-    if (device_memory) vgpu_ptrmap_remove(&mock_driver.allocations, pointer);
+    struct mock_allocation *allocation = vgpu_ptrmap_get(&mock_driver.allocations, base);
+    if (allocation != NULL && (kinds & KIND(allocation->kind)) != 0) vgpu_ptrmap_remove(&mock_driver.allocations, base);
+    else allocation = NULL;
     pthread_mutex_unlock(&mock_driver.memory_lock);
-    if (!device_memory) return CUDA_ERROR_INVALID_VALUE;
+    return allocation;
+}
+
+CUresult mock_free_allocation(CUdeviceptr pointer) {
+    struct mock_allocation *allocation = take_allocation(pointer, DEVICE_KINDS);
+    if (allocation == NULL) return CUDA_ERROR_INVALID_VALUE;
     release_allocation(allocation);
     return CUDA_SUCCESS;
 }
@@ -189,7 +196,7 @@ CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flag
 CUresult cuMemFree_v2(CUdeviceptr dptr) {
     MOCK_REQUIRE_INIT();
     if (dptr == 0) return CUDA_SUCCESS;
-    return mock_free_allocation(dptr, false);
+    return mock_free_allocation(dptr);
 }
 
 CUresult cuMemGetInfo_v2(size_t *free, size_t *total) {
@@ -251,13 +258,8 @@ CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags) { return
 
 CUresult cuMemFreeHost(void *p) {
     MOCK_REQUIRE_INIT();
-    CUdeviceptr key = (CUdeviceptr)(uintptr_t)p;
-    pthread_mutex_lock(&mock_driver.memory_lock);
-    struct mock_allocation *allocation = vgpu_ptrmap_get(&mock_driver.allocations, key);
-    bool host = allocation != NULL && allocation->kind == MOCK_ALLOC_HOST;
-    if (host) vgpu_ptrmap_remove(&mock_driver.allocations, key);
-    pthread_mutex_unlock(&mock_driver.memory_lock);
-    if (!host) return CUDA_ERROR_INVALID_VALUE;
+    struct mock_allocation *allocation = take_allocation((CUdeviceptr)(uintptr_t)p, KIND(MOCK_ALLOC_HOST));
+    if (allocation == NULL) return CUDA_ERROR_INVALID_VALUE;
     release_allocation(allocation);
     return CUDA_SUCCESS;
 }
@@ -312,14 +314,9 @@ CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags) { re
 
 CUresult cuMemHostUnregister(void *p) {
     MOCK_REQUIRE_INIT();
-    CUdeviceptr key = (CUdeviceptr)(uintptr_t)p;
-    pthread_mutex_lock(&mock_driver.memory_lock);
-    struct mock_allocation *allocation = vgpu_ptrmap_get(&mock_driver.allocations, key);
-    bool registered = allocation != NULL && allocation->kind == MOCK_ALLOC_HOST_REGISTERED;
-    if (registered) vgpu_ptrmap_remove(&mock_driver.allocations, key);
-    pthread_mutex_unlock(&mock_driver.memory_lock);
-    if (!registered) return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
-    free(allocation);
+    struct mock_allocation *allocation = take_allocation((CUdeviceptr)(uintptr_t)p, KIND(MOCK_ALLOC_HOST_REGISTERED));
+    if (allocation == NULL) return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    free(allocation); /* the memory belongs to the caller */
     return CUDA_SUCCESS;
 }
 
@@ -622,7 +619,7 @@ static CUresult free_async(CUdeviceptr dptr, CUstream hStream, bool per_thread) 
     struct mock_stream *stream = NULL;
     CUresult result = mock_resolve_stream(hStream, per_thread, &stream);
     if (result != CUDA_SUCCESS) return result;
-    return dptr == 0 ? CUDA_ERROR_INVALID_VALUE : mock_free_allocation(dptr, false);
+    return dptr == 0 ? CUDA_ERROR_INVALID_VALUE : mock_free_allocation(dptr);
 }
 
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) { return free_async(dptr, hStream, false); }
@@ -733,12 +730,12 @@ CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CU
 
 CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
     MOCK_REQUIRE_INIT();
-    pthread_mutex_lock(&mock_driver.memory_lock);
-    struct mock_allocation *range = vgpu_ptrmap_get(&mock_driver.allocations, ptr);
-    bool valid = range != NULL && range->kind == MOCK_ALLOC_VMM_RANGE && range->size == size;
-    if (valid) vgpu_ptrmap_remove(&mock_driver.allocations, ptr);
-    pthread_mutex_unlock(&mock_driver.memory_lock);
-    if (!valid) return CUDA_ERROR_INVALID_VALUE;
+    struct mock_allocation *range = take_allocation(ptr, KIND(MOCK_ALLOC_VMM_RANGE));
+    if (range == NULL) return CUDA_ERROR_INVALID_VALUE;
+    if (range->size != size) { /* the whole reservation must be freed at once */
+        record_allocation(range);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
     release_allocation(range);
     return CUDA_SUCCESS;
 }
@@ -899,35 +896,9 @@ CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, vo
 
 /* ---- arrays -------------------------------------------------------------------------------- */
 
-static size_t format_bytes(CUarray_format format) {
-    switch (format) {
-        case CU_AD_FORMAT_UNSIGNED_INT8:
-        case CU_AD_FORMAT_SIGNED_INT8:
-        case CU_AD_FORMAT_UNORM_INT8X1:
-        case CU_AD_FORMAT_SNORM_INT8X1: return 1;
-        case CU_AD_FORMAT_UNSIGNED_INT16:
-        case CU_AD_FORMAT_SIGNED_INT16:
-        case CU_AD_FORMAT_HALF:
-        case CU_AD_FORMAT_UNORM_INT8X2:
-        case CU_AD_FORMAT_SNORM_INT8X2:
-        case CU_AD_FORMAT_UNORM_INT16X1:
-        case CU_AD_FORMAT_SNORM_INT16X1: return 2;
-        case CU_AD_FORMAT_UNSIGNED_INT32:
-        case CU_AD_FORMAT_SIGNED_INT32:
-        case CU_AD_FORMAT_FLOAT:
-        case CU_AD_FORMAT_UNORM_INT8X4:
-        case CU_AD_FORMAT_SNORM_INT8X4:
-        case CU_AD_FORMAT_UNORM_INT16X2:
-        case CU_AD_FORMAT_SNORM_INT16X2: return 4;
-        case CU_AD_FORMAT_UNORM_INT16X4:
-        case CU_AD_FORMAT_SNORM_INT16X4: return 8;
-        default: return 0;
-    }
-}
-
 /* Bytes of one level; 0 for an invalid descriptor. Height 0 means 1D and depth 0 means 2D. */
 static size_t array_bytes(const CUDA_ARRAY3D_DESCRIPTOR *descriptor, size_t *element_bytes) {
-    size_t element = format_bytes(descriptor->Format);
+    size_t element = vgpu_array_format_bytes(descriptor->Format);
     unsigned channels = descriptor->NumChannels;
     if (element == 0 || (channels != 1 && channels != 2 && channels != 4) || descriptor->Width == 0) return 0;
     if (descriptor->Depth > 0 && descriptor->Height == 0) return 0;
@@ -1006,12 +977,6 @@ CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *pArrayDescriptor, CU
     return CUDA_SUCCESS;
 }
 
-static size_t level_extent(size_t extent, unsigned level) {
-    if (extent == 0) return 0;
-    size_t scaled = extent >> level;
-    return scaled == 0 ? 1 : scaled;
-}
-
 CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc,
                                 unsigned int numMipmapLevels) {
     if (pHandle == NULL || pMipmappedArrayDesc == NULL || numMipmapLevels == 0 || numMipmapLevels > 32)
@@ -1024,9 +989,9 @@ CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DE
     size_t total = 0, offsets[32];
     for (unsigned level = 0; level < numMipmapLevels && levels != NULL; level++) {
         CUDA_ARRAY3D_DESCRIPTOR descriptor = *pMipmappedArrayDesc;
-        descriptor.Width = level_extent(descriptor.Width, level);
-        descriptor.Height = level_extent(descriptor.Height, level);
-        descriptor.Depth = level_extent(descriptor.Depth, level);
+        descriptor.Width = vgpu_mipmap_extent(descriptor.Width, level);
+        descriptor.Height = vgpu_mipmap_extent(descriptor.Height, level);
+        descriptor.Depth = vgpu_mipmap_extent(descriptor.Depth, level);
         size_t element = 0, bytes = array_bytes(&descriptor, &element);
         if (bytes == 0) {
             free(levels);

@@ -79,18 +79,24 @@ static bool add_setting(struct settings *settings, const char *key, size_t key_l
     return true;
 }
 
+/* The name of an environment entry that sets a limit (LIBCUDA_LOG_LEVEL is read by the log module);
+ * false for every other entry. */
+static bool limit_key_of(const char *entry, char *key, size_t size, const char **value) {
+    const char *equals = strchr(entry, '=');
+    size_t length = equals != NULL ? (size_t)(equals - entry) : 0;
+    if (equals == NULL || length >= size) return false;
+    memcpy(key, entry, length);
+    key[length] = '\0';
+    *value = equals + 1;
+    return is_contract_key(key) && strcmp(key, "LIBCUDA_LOG_LEVEL") != 0;
+}
+
 static bool read_environment(struct settings *settings) {
     vgpu_copy_string(settings->origin, "environment", sizeof settings->origin);
     for (char **entry = environ; entry != NULL && *entry != NULL; entry++) {
-        const char *equals = strchr(*entry, '=');
-        if (equals == NULL) continue;
         char key[96];
-        size_t length = (size_t)(equals - *entry);
-        if (length >= sizeof key) continue;
-        memcpy(key, *entry, length);
-        key[length] = '\0';
-        if (!is_contract_key(key) || strcmp(key, "LIBCUDA_LOG_LEVEL") == 0) continue; /* the log module reads that one */
-        if (!add_setting(settings, key, length, equals + 1)) return false;
+        const char *value = NULL;
+        if (limit_key_of(*entry, key, sizeof key, &value) && !add_setting(settings, key, strlen(key), value)) return false;
     }
     return true;
 }
@@ -209,14 +215,9 @@ static bool build(const struct settings *settings, struct vgpu_config *config) {
 static void note_ignored_environment(const char *file) {
     if (vgpu_log_threshold() < VGPU_LOG_DEBUG) return;
     for (char **entry = environ; entry != NULL && *entry != NULL; entry++) {
-        const char *equals = strchr(*entry, '=');
-        if (equals == NULL) continue;
         char key[96];
-        size_t length = (size_t)(equals - *entry);
-        if (length >= sizeof key) continue;
-        memcpy(key, *entry, length);
-        key[length] = '\0';
-        if (is_contract_key(key) && strcmp(key, "LIBCUDA_LOG_LEVEL") != 0)
+        const char *value = NULL;
+        if (limit_key_of(*entry, key, sizeof key, &value))
             LOG_DEBUG("ignoring %s from the environment: limits file %s is authoritative", key, file);
     }
 }

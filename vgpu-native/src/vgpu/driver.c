@@ -38,28 +38,26 @@ static const void *base_of(const void *function) {
     return (function != NULL && dladdr(function, &info) != 0) ? info.dli_fbase : NULL;
 }
 
-static void load_cuda(void) {
-    void *handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (handle == NULL) {
-        LOG_DEBUG("libcuda.so.1 not loadable: %s", dlerror());
-        return;
-    }
+static void *open_library(const char *name) {
+    void *handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) LOG_DEBUG("%s not loadable: %s", name, dlerror());
+    return handle;
+}
+
 #define RESOLVE(name) real.name = (__typeof__(real.name))vgpu_real_dlsym(handle, #name);
+
+static void load_cuda(void) {
+    void *handle = open_library("libcuda.so.1");
+    if (handle == NULL) return;
     VGPU_REAL_CUDA_FUNCTIONS(RESOLVE)
-#undef RESOLVE
     cuda_base = base_of((const void *)real.cuInit);
     atomic_store_explicit(&cuda_loaded, 1, memory_order_release);
 }
 
 static void load_nvml(void) {
-    void *handle = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (handle == NULL) {
-        LOG_DEBUG("libnvidia-ml.so.1 not loadable: %s", dlerror());
-        return;
-    }
-#define RESOLVE(name) real.name = (__typeof__(real.name))vgpu_real_dlsym(handle, #name);
+    void *handle = open_library("libnvidia-ml.so.1");
+    if (handle == NULL) return;
     VGPU_REAL_NVML_FUNCTIONS(RESOLVE)
-#undef RESOLVE
     if (real.nvmlInit_v2 == NULL || real.nvmlInit_v2() != NVML_SUCCESS) {
         LOG_DEBUG("NVML present but not usable; per-process GPU usage cannot be measured");
         return;
@@ -67,6 +65,8 @@ static void load_nvml(void) {
     nvml_base = base_of((const void *)real.nvmlInit_v2);
     atomic_store_explicit(&nvml_loaded, 1, memory_order_release);
 }
+
+#undef RESOLVE
 
 bool vgpu_load_cuda(void) {
     if (atomic_load_explicit(&cuda_loaded, memory_order_acquire)) return true;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/arrays.h"
 #include "common/log.h"
 #include "common/ptrmap.h"
 #include "vgpu/vgpu.h"
@@ -68,6 +69,20 @@ static bool track(struct vgpu_ptrmap *map, uint64_t key, uint64_t bytes, int ord
         free(previous);
     }
     return true;
+}
+
+static void free_device_pointer(uint64_t key) { real.cuMemFree_v2((CUdeviceptr)key); }
+static void release_vmm_handle(uint64_t key) { real.cuMemRelease((CUmemGenericAllocationHandle)key); }
+
+/* Records a fresh allocation; if even that fails (out of host memory), the allocation is undone with
+ * the driver and its bytes given back, so that nothing untracked stays counted or allocated. */
+static CUresult commit(struct vgpu_ptrmap *map, uint64_t key, uint64_t bytes, int ordinal, enum tracked_kind kind,
+                       CUcontext context, void (*undo)(uint64_t key)) {
+    if (track(map, key, bytes, ordinal, kind, context)) return CUDA_SUCCESS;
+    LOG_ERROR("out of host memory while tracking a device allocation; refusing it");
+    undo(key);
+    vgpu_unreserve(ordinal, bytes);
+    return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 /* Frees take their entry out of the map before the driver frees, so that no other thread can see
@@ -149,13 +164,7 @@ static CUresult allocate_counted(int ordinal, uint64_t bytes, enum tracked_kind 
         vgpu_unreserve(ordinal, bytes);
         return result;
     }
-    if (!track(&pointers, *pointer, bytes, ordinal, kind, kind == TRACKED_DEVICE ? current_context() : NULL)) {
-        LOG_ERROR("out of host memory while tracking a device allocation; refusing it");
-        vgpu_unreserve(ordinal, bytes);
-        real.cuMemFree_v2(*pointer);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    return CUDA_SUCCESS;
+    return commit(&pointers, *pointer, bytes, ordinal, kind, current_context(), free_device_pointer);
 }
 
 /* ---- cuMemAlloc, managed, pitched ---------------------------------------------------------- */
@@ -222,12 +231,7 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInByt
         vgpu_unreserve(ordinal, reserved);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    if (!track(&pointers, *dptr, actual, ordinal, TRACKED_DEVICE, current_context())) {
-        real.cuMemFree_v2(*dptr);
-        vgpu_unreserve(ordinal, actual);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    return CUDA_SUCCESS;
+    return commit(&pointers, *dptr, actual, ordinal, TRACKED_DEVICE, current_context(), free_device_pointer);
 }
 
 CUresult cuMemFree_v2(CUdeviceptr dptr) {
@@ -269,13 +273,12 @@ static CUresult allocate_async(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool 
         vgpu_unreserve(ordinal, bytesize);
         return result;
     }
-    if ((result = settle_device(*dptr, bytesize, &ordinal)) != CUDA_SUCCESS ||
-        !track(&pointers, *dptr, bytesize, ordinal, TRACKED_ASYNC, NULL)) {
+    if (settle_device(*dptr, bytesize, &ordinal) != CUDA_SUCCESS) {
         (per_thread ? real.cuMemFreeAsync_ptsz : real.cuMemFreeAsync)(*dptr, hStream);
         vgpu_unreserve(ordinal, bytesize);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    return CUDA_SUCCESS;
+    return commit(&pointers, *dptr, bytesize, ordinal, TRACKED_ASYNC, NULL, free_device_pointer);
 }
 
 CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
@@ -320,12 +323,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CU
         vgpu_unreserve(ordinal, size);
         return result;
     }
-    if (!track(&vmm_handles, *handle, size, ordinal, TRACKED_VMM, NULL)) {
-        real.cuMemRelease(*handle);
-        vgpu_unreserve(ordinal, size);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    return CUDA_SUCCESS;
+    return commit(&vmm_handles, *handle, size, ordinal, TRACKED_VMM, NULL, release_vmm_handle);
 }
 
 CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
@@ -338,28 +336,10 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
 
 /* ---- arrays -------------------------------------------------------------------------------- */
 
-static uint64_t element_bytes(CUarray_format format) {
-    switch (format) {
-        case CU_AD_FORMAT_UNSIGNED_INT8:
-        case CU_AD_FORMAT_SIGNED_INT8:
-        case CU_AD_FORMAT_UNORM_INT8X1:
-        case CU_AD_FORMAT_SNORM_INT8X1: return 1;
-        case CU_AD_FORMAT_UNSIGNED_INT16:
-        case CU_AD_FORMAT_SIGNED_INT16:
-        case CU_AD_FORMAT_HALF:
-        case CU_AD_FORMAT_UNORM_INT8X2:
-        case CU_AD_FORMAT_SNORM_INT8X2:
-        case CU_AD_FORMAT_UNORM_INT16X1:
-        case CU_AD_FORMAT_SNORM_INT16X1: return 2;
-        case CU_AD_FORMAT_UNORM_INT16X4:
-        case CU_AD_FORMAT_SNORM_INT16X4: return 8;
-        default: return 4; /* 32-bit formats; unknown formats are judged by the driver */
-    }
-}
-
 /* Bytes of one array level; height 0 means 1D and depth 0 means 2D. Saturates instead of wrapping. */
 static uint64_t array_bytes(size_t width, size_t height, size_t depth, CUarray_format format, unsigned channels) {
-    uint64_t bytes = element_bytes(format) * (channels ? channels : 1);
+    uint64_t element = vgpu_array_format_bytes(format);
+    uint64_t bytes = (element ? element : 4) * (channels ? channels : 1); /* unknown formats: the driver judges them */
     size_t extents[3] = {width, height ? height : 1, depth ? depth : 1};
     for (int i = 0; i < 3; i++) {
         if (extents[i] != 0 && bytes > UINT64_MAX / extents[i]) return UINT64_MAX;
@@ -429,11 +409,6 @@ static CUresult call_mipmap_create(void *arguments) {
     return real.cuMipmappedArrayCreate(a->handle, a->descriptor, a->levels);
 }
 
-static size_t level_extent(size_t extent, unsigned level) {
-    if (extent == 0) return 0;
-    return (extent >> level) ? (extent >> level) : 1;
-}
-
 CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc,
                                 unsigned int numMipmapLevels) {
     if (!vgpu_active() || pHandle == NULL || pMipmappedArrayDesc == NULL || numMipmapLevels == 0 || numMipmapLevels > 64)
@@ -441,9 +416,9 @@ CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DE
                                            : VGPU_CONFIG_REFUSED;
     uint64_t bytes = 0;
     for (unsigned level = 0; level < numMipmapLevels; level++) {
-        uint64_t level_bytes = array_bytes(level_extent(pMipmappedArrayDesc->Width, level),
-                                           level_extent(pMipmappedArrayDesc->Height, level),
-                                           level_extent(pMipmappedArrayDesc->Depth, level), pMipmappedArrayDesc->Format,
+        uint64_t level_bytes = array_bytes(vgpu_mipmap_extent(pMipmappedArrayDesc->Width, level),
+                                           vgpu_mipmap_extent(pMipmappedArrayDesc->Height, level),
+                                           vgpu_mipmap_extent(pMipmappedArrayDesc->Depth, level), pMipmappedArrayDesc->Format,
                                            pMipmappedArrayDesc->NumChannels);
         bytes = (UINT64_MAX - bytes < level_bytes) ? UINT64_MAX : bytes + level_bytes;
     }

@@ -113,30 +113,30 @@ static bool container_view(nvmlDevice_t device, uint64_t device_total, uint64_t 
     return true;
 }
 
+/* Rewrites the driver's numbers (already in *total, *used, *free_bytes) with the container's view.
+ * NVML promises total = used + free; over the limit that reads as full, never as a wrapped free. */
+static nvmlReturn_t apply_view(nvmlDevice_t device, nvmlReturn_t result, unsigned long long *total,
+                               unsigned long long *used, unsigned long long *free_bytes, unsigned long long *reserved) {
+    uint64_t view_total = 0, view_used = 0;
+    bool refused = false;
+    if (result != NVML_SUCCESS) return result;
+    if (!container_view(device, *total, &view_total, &view_used, &refused)) return refused ? NVML_ERROR_UNKNOWN : result;
+    *total = view_total;
+    *used = view_used < view_total ? view_used : view_total;
+    *free_bytes = view_total - *used;
+    if (reserved != NULL) *reserved = 0; /* the driver's reservation is outside the container's share */
+    return NVML_SUCCESS;
+}
+
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory) {
     if (!vgpu_load_nvml() || real.nvmlDeviceGetMemoryInfo == NULL) return NVML_ERROR_UNINITIALIZED;
     nvmlReturn_t result = real.nvmlDeviceGetMemoryInfo(device, memory);
-    if (result != NVML_SUCCESS || memory == NULL) return result;
-    uint64_t total = 0, used = 0;
-    bool refused = false;
-    if (!container_view(device, memory->total, &total, &used, &refused)) return refused ? NVML_ERROR_UNKNOWN : result;
-    /* NVML promises total = used + free; over the limit that reads as full, never as a wrapped free. */
-    memory->total = total;
-    memory->used = used < total ? used : total;
-    memory->free = total - memory->used;
-    return NVML_SUCCESS;
+    return memory == NULL ? result : apply_view(device, result, &memory->total, &memory->used, &memory->free, NULL);
 }
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory) {
     if (!vgpu_load_nvml() || real.nvmlDeviceGetMemoryInfo_v2 == NULL) return NVML_ERROR_UNINITIALIZED;
     nvmlReturn_t result = real.nvmlDeviceGetMemoryInfo_v2(device, memory);
-    if (result != NVML_SUCCESS || memory == NULL) return result;
-    uint64_t total = 0, used = 0;
-    bool refused = false;
-    if (!container_view(device, memory->total, &total, &used, &refused)) return refused ? NVML_ERROR_UNKNOWN : result;
-    memory->total = total;
-    memory->reserved = 0; /* the driver's reservation is outside the container's share */
-    memory->used = used < total ? used : total;
-    memory->free = total - memory->used;
-    return NVML_SUCCESS;
+    return memory == NULL ? result
+                          : apply_view(device, result, &memory->total, &memory->used, &memory->free, &memory->reserved);
 }

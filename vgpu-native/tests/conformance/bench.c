@@ -56,10 +56,8 @@ int role_bench_launch(int argc, char **argv) {
     (void)argc, (void)argv;
     CUcontext context;
     if (setup_primary_context(&context)) return 1;
-    CUmodule module;
     CUfunction function;
-    CU_OK(cuModuleLoadData(&module, "\177ELF"));
-    CU_OK(cuModuleGetFunction(&function, module, "empty"));
+    if (load_test_kernel(&function, "empty")) return 1;
     launches(100000, function);
     double best = best_of_batches(7, 300000, launches, function);
     EXPECT(best > 0, "launches failed");

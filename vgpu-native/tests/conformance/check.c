@@ -26,6 +26,13 @@ int setup_primary_context(CUcontext *context) {
     return 0;
 }
 
+int load_test_kernel(CUfunction *function, const char *name) {
+    CUmodule module;
+    CU_OK(cuModuleLoadData(&module, "\177ELF test image"));
+    CU_OK(cuModuleGetFunction(function, module, name));
+    return 0;
+}
+
 int memory_info(size_t *free_bytes, size_t *total_bytes) {
     CU_OK(cuMemGetInfo_v2(free_bytes, total_bytes));
     return 0;

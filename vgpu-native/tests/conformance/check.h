@@ -52,6 +52,8 @@ uint64_t expected_context_bytes(uint64_t measured);
 
 /* cuInit + the primary context of ordinal 0 made current. */
 int setup_primary_context(CUcontext *context);
+/* A kernel of a binary image, which the mock accepts under any name (the current context's module). */
+int load_test_kernel(CUfunction *function, const char *name);
 /* Limit-view free and total of the current context. */
 int memory_info(size_t *free_bytes, size_t *total_bytes);
 /* Value of an environment variable as a byte count (e.g. the limit the runner set), or 0. */

@@ -378,10 +378,8 @@ int check_no_system_calls(int argc, char **argv) {
     (void)argc, (void)argv;
     CUcontext context;
     if (setup_primary_context(&context)) return 1;
-    CUmodule module;
-    CU_OK(cuModuleLoadData(&module, "\177ELF image"));
     struct hot_calls calls = {.context = context};
-    CU_OK(cuModuleGetFunction(&calls.function, module, "kernel"));
+    if (load_test_kernel(&calls.function, "kernel")) return 1;
     pthread_t thread;
     EXPECT(pthread_create(&thread, NULL, hot_path_thread, &calls) == 0, "thread started");
     pthread_join(thread, NULL); /* the process is killed before this returns if a call made a system call */

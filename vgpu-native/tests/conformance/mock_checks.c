@@ -48,10 +48,8 @@ int check_mock_virtual_clock(int argc, char **argv) {
     (void)argc, (void)argv;
     CUcontext context;
     if (setup_primary_context(&context)) return 1;
-    CUmodule module;
     CUfunction function;
-    CU_OK(cuModuleLoadData(&module, "\177ELF"));
-    CU_OK(cuModuleGetFunction(&function, module, "kernel"));
+    if (load_test_kernel(&function, "kernel")) return 1;
     CUevent start, stop;
     CU_OK(cuEventCreate(&start, 0));
     CU_OK(cuEventCreate(&stop, 0));

@@ -258,10 +258,8 @@ int role_busy_half_second(int argc, char **argv) {
     (void)argc, (void)argv;
     CUcontext context;
     if (setup_primary_context(&context)) return 1;
-    CUmodule module;
     CUfunction function;
-    CU_OK(cuModuleLoadData(&module, "\177ELF"));
-    CU_OK(cuModuleGetFunction(&function, module, "busy"));
+    if (load_test_kernel(&function, "busy")) return 1;
     uint64_t start = vgpu_now_ns();
     for (int i = 0; i < 5000; i++) /* 10 * 1728 blocks of 128 threads = ten 10 us waves on an A100 */
         CU_OK(cuLaunchKernel(function, 10 * 1728, 1, 1, 128, 1, 1, 0, NULL, NULL, NULL));

@@ -23,10 +23,8 @@
 static int launch_forever(unsigned synchronize_every, unsigned seed) {
     CUcontext context;
     if (setup_primary_context(&context)) return 1;
-    CUmodule module;
     CUfunction function;
-    CU_OK(cuModuleLoadData(&module, "\177ELF"));
-    CU_OK(cuModuleGetFunction(&function, module, "work"));
+    if (load_test_kernel(&function, "work")) return 1;
     for (unsigned i = 0;; i++) {
         unsigned waves = 1 + rand_r(&seed) % 20; /* 10 to 200 us */
         CU_OK(cuLaunchKernel(function, waves * BLOCKS_PER_WAVE, 1, 1, 256, 1, 1, 0, NULL, NULL, NULL));
