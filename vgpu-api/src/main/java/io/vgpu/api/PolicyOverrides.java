@@ -9,23 +9,19 @@ import java.util.Objects;
  * @param nodePolicy node-level policy ({@code hami.io/node-scheduler-policy}: {@code binpack} or
  *     {@code spread})
  * @param devicePolicy device-level policy ({@code hami.io/gpu-scheduler-policy}: {@code binpack},
- *     {@code spread}, {@code mutex}, {@code numa}, {@code topology-aware} or a comma chain)
+ *     {@code spread}, {@code mutex}, {@code numa}, a comma chain, or the name of a registered placement
+ *     policy such as {@code fgd}, which then decides the node as well)
  * @param weights device-score weights ({@code hami.io/device-scoring-weights})
- * @param placementPolicy a whole-placement policy by name (e.g. {@code fgd}), which then decides both
- *     levels ({@code vgpu.io/placement-policy})
  */
-public record PolicyOverrides(
-    String nodePolicy, String devicePolicy, ScoringWeights weights, String placementPolicy) {
+public record PolicyOverrides(String nodePolicy, String devicePolicy, ScoringWeights weights) {
 
   /** No override. */
-  public static final PolicyOverrides NONE =
-      new PolicyOverrides("", "", ScoringWeights.DEFAULT, "");
+  public static final PolicyOverrides NONE = new PolicyOverrides("", "", ScoringWeights.DEFAULT);
 
   /** Validates the fields. */
   public PolicyOverrides {
     Objects.requireNonNull(nodePolicy, "nodePolicy");
     Objects.requireNonNull(devicePolicy, "devicePolicy");
     Objects.requireNonNull(weights, "weights");
-    Objects.requireNonNull(placementPolicy, "placementPolicy");
   }
 }

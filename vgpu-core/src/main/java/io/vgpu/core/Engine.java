@@ -79,6 +79,7 @@ public final class Engine {
   private record Held(PodGrant grant, PodUsage usage) {}
 
   /** Registration-ordered nodes, replaced whole when a node joins or leaves. */
+  @SuppressWarnings("rawtypes")
   private static final class NodeList {
     final String[] names;
     final AtomicReference<NodeState>[] refs;

@@ -146,8 +146,7 @@ final class Explainer {
       reasons.add(FitReason.CARD_TIME_SLICING_EXHAUSTED);
       shortSharers = sharers - split + 1;
     }
-    boolean exclusive = (req.mutex || (totalCores == 100 && cores == 100));
-    if (exclusive && sharers > 0) {
+    if (req.mutex && sharers > 0) {
       reasons.add(FitReason.EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT);
       shortSharers = Math.max(shortSharers, sharers);
     }
@@ -167,6 +166,10 @@ final class Explainer {
     int shortCores = Math.max(0, cores - (totalCores - usedCores));
     if (shortCores > 0) {
       reasons.add(FitReason.CARD_INSUFFICIENT_CORE);
+    }
+    if (!req.mutex && totalCores == 100 && cores == 100 && sharers > 0) {
+      reasons.add(FitReason.EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT);
+      shortSharers = Math.max(shortSharers, sharers);
     }
     if (totalCores != 0 && usedCores == totalCores && cores == 0) {
       reasons.add(FitReason.CARD_COMPUTE_UNITS_EXHAUSTED);

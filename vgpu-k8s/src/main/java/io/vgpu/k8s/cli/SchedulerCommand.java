@@ -1,0 +1,148 @@
+package io.vgpu.k8s.cli;
+
+import io.fabric8.kubernetes.client.Config;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import io.vgpu.k8s.config.DeviceConfig;
+import io.vgpu.k8s.config.DeviceConfigReader;
+import io.vgpu.k8s.scheduler.SchedulerOptions;
+import io.vgpu.k8s.scheduler.SchedulerServer;
+import io.vgpu.k8s.yaml.InputException;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import org.jspecify.annotations.Nullable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code vgpu scheduler}: the scheduler extender and admission webhook. Flags carry HAMi's names and
+ * defaults so HAMi's Helm values work unchanged.
+ */
+@Command(
+    name = "scheduler",
+    mixinStandardHelpOptions = true,
+    description = "Serve the kube-scheduler extender (/filter, /bind) and the admission webhook (/webhook).")
+public final class SchedulerCommand implements Callable<Integer> {
+  @Option(names = "--http_bind", defaultValue = "127.0.0.1:8080", description = "Extender and webhook address (default ${DEFAULT-VALUE}).")
+  String httpBind;
+
+  @Option(names = "--cert_file", description = "TLS certificate (PEM); reloaded when it changes. Without it, plain HTTP.")
+  @Nullable Path certFile;
+
+  @Option(names = "--key_file", description = "TLS private key (PEM: PKCS#8, PKCS#1 RSA or SEC1 EC).")
+  @Nullable Path keyFile;
+
+  @Option(names = "--metrics-bind-address", defaultValue = ":9395", description = "Metrics address (default ${DEFAULT-VALUE}).")
+  String metricsBind;
+
+  @Option(names = "--scheduler-name", defaultValue = "", description = "Scheduler name the webhook gives GPU pods (default hami-scheduler).")
+  String schedulerName;
+
+  @Option(names = "--node-scheduler-policy", defaultValue = "", description = "Default node policy: binpack or spread (default: the device config's, binpack).")
+  String nodePolicy;
+
+  @Option(names = "--gpu-scheduler-policy", defaultValue = "", description = "Default GPU policy: spread, binpack, mutex, a chain, or a placement policy such as fgd (default: the device config's, spread).")
+  String gpuPolicy;
+
+  @Option(names = "--device-config-file", description = "HAMi's device-config YAML (its nvidia section).")
+  @Nullable Path deviceConfigFile;
+
+  @Option(names = "--node-lock-timeout", defaultValue = "5m", converter = GoDuration.class, description = "Node lock expiry (default ${DEFAULT-VALUE}).")
+  Duration nodeLockTimeout;
+
+  @Option(names = "--node-lock-retry-timeout", defaultValue = "28s", converter = GoDuration.class, description = "How long PodGroup members retry a contended node lock (default ${DEFAULT-VALUE}).")
+  Duration nodeLockRetryTimeout;
+
+  @Option(names = "--leader-elect", description = "Lead while kube-scheduler's Lease names this pod.")
+  boolean leaderElect;
+
+  @Option(names = "--leader-elect-resource-name", defaultValue = "", description = "kube-scheduler's Lease name.")
+  String leaseName;
+
+  @Option(names = "--leader-elect-resource-namespace", defaultValue = "", description = "kube-scheduler's Lease namespace.")
+  String leaseNamespace;
+
+  @Option(names = "--stale-reservation-timeout", defaultValue = "5m", converter = GoDuration.class, description = "Give back the reservation of a pod filtered but not bound within this time (default ${DEFAULT-VALUE}).")
+  Duration staleReservationTimeout;
+
+  @Option(names = "--node-label-selector", split = ",", description = "Register only nodes with these labels, e.g. gpu=on.")
+  Map<String, String> nodeLabelSelector = new LinkedHashMap<>();
+
+  @Option(names = "--legacy-metrics", description = "Also emit HAMi's pre-2.5 metric names.")
+  boolean legacyMetrics;
+
+  @Option(names = "--force-overwrite-default-scheduler", defaultValue = "true", arity = "0..1", description = "Hand GPU pods that name default-scheduler to this scheduler (default ${DEFAULT-VALUE}).")
+  boolean forceOverwriteDefaultScheduler;
+
+  @Option(names = "--kubeconfig", description = "Kubeconfig file; without it, the in-cluster configuration.")
+  @Nullable Path kubeconfig;
+
+  @Option(names = "--sync-timeout", defaultValue = "2m", converter = GoDuration.class, description = "How long to wait for the informer caches at start (default ${DEFAULT-VALUE}).")
+  Duration syncTimeout;
+
+  @Override
+  public Integer call() throws Exception {
+    DeviceConfig config = DeviceConfig.DEFAULT;
+    if (deviceConfigFile != null) {
+      config = new DeviceConfigReader(java.util.Set.of("fgd", "vgpu", "bestfit", "random")).readFile(deviceConfigFile);
+    }
+    SchedulerOptions options =
+        new SchedulerOptions(
+            httpBind,
+            Optional.ofNullable(certFile),
+            Optional.ofNullable(keyFile),
+            metricsBind,
+            schedulerName,
+            forceOverwriteDefaultScheduler,
+            nodePolicy,
+            gpuPolicy,
+            Optional.ofNullable(deviceConfigFile),
+            nodeLockTimeout,
+            nodeLockRetryTimeout,
+            leaderElect,
+            leaseName,
+            leaseNamespace,
+            identity(),
+            staleReservationTimeout,
+            nodeLabelSelector,
+            legacyMetrics,
+            syncTimeout);
+    KubernetesClient client = new KubernetesClientBuilder().withConfig(kubeConfig()).build();
+    CountDownLatch stopped = new CountDownLatch(1);
+    try (SchedulerServer server = SchedulerServer.start(options, config, client, Clock.systemUTC())) {
+      Runtime.getRuntime().addShutdownHook(new Thread(stopped::countDown, "vgpu-scheduler-shutdown"));
+      stopped.await();
+    } finally {
+      client.close();
+    }
+    return 0;
+  }
+
+  private Config kubeConfig() throws IOException {
+    if (kubeconfig == null) {
+      return Config.autoConfigure(null);
+    }
+    if (!Files.isReadable(kubeconfig)) {
+      throw new InputException("--kubeconfig " + kubeconfig + ": no such readable file");
+    }
+    return Config.fromKubeconfig(Files.readString(kubeconfig));
+  }
+
+  /** The pod's name (POD_NAME, as HAMi's chart sets it), else the host name. */
+  private static String identity() throws IOException {
+    String pod = System.getenv("POD_NAME");
+    if (pod != null && !pod.isEmpty()) {
+      return pod;
+    }
+    return InetAddress.getLocalHost().getHostName();
+  }
+}

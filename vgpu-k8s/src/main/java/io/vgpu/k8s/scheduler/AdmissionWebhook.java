@@ -1,0 +1,111 @@
+package io.vgpu.k8s.scheduler;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.vgpu.core.QuotaUsage;
+import io.vgpu.k8s.admission.AdmissionMutator;
+import io.vgpu.k8s.admission.AdmissionResult;
+import io.vgpu.k8s.pod.PodJson;
+import io.vgpu.k8s.server.HttpService;
+import java.nio.charset.StandardCharsets;
+import java.util.Base64;
+import java.util.Map;
+import java.util.function.Function;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.node.ObjectNode;
+
+/**
+ * The mutating admission webhook: AdmissionReview {@code admission.k8s.io/v1} and {@code v1beta1} in,
+ * the same version out, around the pure {@link AdmissionMutator}. Mutations travel as a base64 JSON
+ * Patch; a denial carries the mutator's one-line message. Pods labelled {@code hami.io/webhook=ignore}
+ * pass untouched.
+ */
+public final class AdmissionWebhook {
+  /** The label that exempts a pod (or, through the webhook configuration, a namespace). */
+  public static final String IGNORE_LABEL = "hami.io/webhook";
+
+  private static final JsonMapper MAPPER = PodJson.mapper();
+
+  private final AdmissionMutator mutator;
+  private final Function<String, QuotaUsage> quotas;
+
+  /** A webhook deciding with {@code mutator} against the ledger's quotas. */
+  public AdmissionWebhook(AdmissionMutator mutator, Function<String, QuotaUsage> quotas) {
+    this.mutator = mutator;
+    this.quotas = quotas;
+  }
+
+  /**
+   * Answers one AdmissionReview.
+   *
+   * @throws HttpService.BadRequest when the body is not an AdmissionReview with a request
+   */
+  public byte[] review(byte[] body) throws HttpService.BadRequest {
+    JsonNode review;
+    try {
+      review = MAPPER.readTree(body);
+    } catch (JacksonException e) {
+      throw new HttpService.BadRequest("malformed AdmissionReview JSON: " + HttpService.oneLine(e.getOriginalMessage()));
+    }
+    JsonNode request = review.path("request");
+    String apiVersion = review.path("apiVersion").asString("admission.k8s.io/v1");
+    if (!request.isObject() || request.path("uid").asString("").isEmpty()) {
+      throw new HttpService.BadRequest("AdmissionReview has no request.uid");
+    }
+    ObjectNode response = MAPPER.createObjectNode();
+    response.put("uid", request.path("uid").asString());
+    decide(request, response);
+    ObjectNode out = MAPPER.createObjectNode();
+    out.put("apiVersion", apiVersion.startsWith("admission.k8s.io/") ? apiVersion : "admission.k8s.io/v1");
+    out.put("kind", "AdmissionReview");
+    out.set("response", response);
+    return out.toString().getBytes(StandardCharsets.UTF_8);
+  }
+
+  private void decide(JsonNode request, ObjectNode response) {
+    if (!"CREATE".equals(request.path("operation").asString("CREATE")) || !request.path("object").isObject()) {
+      response.put("allowed", true);
+      return;
+    }
+    ObjectNode object = (ObjectNode) request.path("object").deepCopy();
+    ObjectNode metadata = object.has("metadata") && object.get("metadata").isObject() ? (ObjectNode) object.get("metadata") : object.putObject("metadata");
+    // A pod created with generateName has no name yet, and the object may omit its namespace: fill both
+    // in on both sides of the diff, so the patch never touches them.
+    if (metadata.path("name").asString("").isEmpty()) {
+      metadata.put("name", metadata.path("generateName").asString("pod") + "(generated)");
+    }
+    if (metadata.path("namespace").asString("").isEmpty()) {
+      metadata.put("namespace", request.path("namespace").asString("default"));
+    }
+    Pod pod;
+    try {
+      pod = PodJson.fromTree(object);
+    } catch (JacksonException e) {
+      deny(response, 400, "request.object is not a Pod: " + HttpService.oneLine(e.getOriginalMessage()));
+      return;
+    }
+    Map<String, String> labels = pod.getMetadata().getLabels();
+    if (labels != null && "ignore".equals(labels.get(IGNORE_LABEL))) {
+      response.put("allowed", true);
+      return;
+    }
+    AdmissionResult result = mutator.admit(pod, quotas);
+    if (!result.allowed()) {
+      deny(response, 403, result.message());
+      return;
+    }
+    response.put("allowed", true);
+    if (!result.patch().isEmpty()) {
+      response.put("patchType", "JSONPatch");
+      response.put("patch", Base64.getEncoder().encodeToString(result.patch().toString().getBytes(StandardCharsets.UTF_8)));
+    }
+  }
+
+  private static void deny(ObjectNode response, int code, String message) {
+    response.put("allowed", false);
+    ObjectNode status = response.putObject("status");
+    status.put("code", code);
+    status.put("message", message);
+  }
+}

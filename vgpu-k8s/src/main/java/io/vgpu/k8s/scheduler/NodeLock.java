@@ -1,0 +1,184 @@
+package io.vgpu.k8s.scheduler;
+
+import io.fabric8.kubernetes.api.model.Node;
+import io.fabric8.kubernetes.api.model.NodeBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.vgpu.api.PodRef;
+import io.vgpu.k8s.codec.HamiAnnotations;
+import io.vgpu.k8s.codec.NodeLockCodec;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * HAMi's per-node bind lock: the node annotation {@code hami.io/mutex.lock = <RFC3339>,<ns>,<pod>},
+ * taken by the scheduler when it binds a pod and released by the device plugin once the pod's
+ * containers are allocated. It serializes binds per node so the device plugin can tell which pod
+ * kubelet is starting.
+ *
+ * <p>Every write is an update conditional on the node's {@code resourceVersion}, which the API server
+ * enforces: two schedulers racing for one node cannot both win. A lock older than
+ * the timeout, or held by a pod that no longer exists, is taken over.
+ */
+public final class NodeLock {
+  /** The node annotation holding the lock. */
+  public static final String ANNOTATION = HamiAnnotations.NODE_LOCK;
+
+  private static final Logger LOG = LoggerFactory.getLogger(NodeLock.class);
+
+  private final KubernetesClient client;
+  private final Duration timeout;
+  private final Clock clock;
+
+  /** A lock manager; HAMi's default timeout is 5 minutes. */
+  public NodeLock(KubernetesClient client, Duration timeout, Clock clock) {
+    this.client = client;
+    this.timeout = timeout;
+    this.clock = clock;
+  }
+
+  /** Thrown when a node's lock is held by another live pod within the timeout. */
+  public static final class ContentionException extends Exception {
+    private static final long serialVersionUID = 1L;
+
+    ContentionException(String message) {
+      super(message);
+    }
+  }
+
+  /**
+   * Takes the node's lock for {@code pod}. Re-entrant for the same pod.
+   *
+   * @throws ContentionException when another live pod holds it within the timeout
+   * @throws KubernetesClientException when the API server refuses for another reason
+   */
+  public void acquire(String nodeName, PodRef pod) throws ContentionException {
+    long backoffMillis = 100;
+    for (int attempt = 0; ; attempt++) {
+      Node node = client.nodes().withName(nodeName).get();
+      if (node == null) {
+        throw new KubernetesClientException("node " + nodeName + " not found");
+      }
+      String current = annotations(node).get(ANNOTATION);
+      if (current != null) {
+        NodeLockCodec.NodeLock holder = parseOrExpired(current);
+        if (ownedBy(holder, pod)) {
+          return;
+        }
+        boolean expired = holder.time().plus(timeout).isBefore(clock.instant());
+        boolean ownerGone = holder.hasOwner() && client.pods().inNamespace(holder.namespace()).withName(holder.pod()).get() == null;
+        if (!expired && !ownerGone) {
+          throw new ContentionException("node " + nodeName + " has been locked within " + format(timeout) + ": node lock contention");
+        }
+        LOG.info("taking over {} lock of node {} ({})", current, nodeName, expired ? "expired" : "owner gone");
+      }
+      if (conditionalWrite(node, NodeLockCodec.encode(clock.instant(), pod.namespace(), pod.name()))) {
+        return;
+      }
+      if (attempt == 4) {
+        throw new ContentionException("node " + nodeName + " lock: the node kept changing while locking");
+      }
+      sleep(backoffMillis);
+      backoffMillis *= 2;
+    }
+  }
+
+  /**
+   * Releases the node's lock if {@code pod} holds it (or, with {@code force}, whoever holds it).
+   *
+   * @return whether a lock was removed
+   */
+  public boolean release(String nodeName, PodRef pod, boolean force) {
+    for (int attempt = 0; attempt < 5; attempt++) {
+      Node node = client.nodes().withName(nodeName).get();
+      if (node == null) {
+        return false;
+      }
+      String current = annotations(node).get(ANNOTATION);
+      if (current == null) {
+        return false;
+      }
+      if (!force && !ownedBy(parseOrExpired(current), pod)) {
+        LOG.debug("not releasing {} lock of node {}: held by someone else", current, nodeName);
+        return false;
+      }
+      if (conditionalWrite(node, null)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** The node's current lock, if any. */
+  public Optional<NodeLockCodec.NodeLock> holder(String nodeName) {
+    Node node = client.nodes().withName(nodeName).get();
+    String value = node == null ? null : annotations(node).get(ANNOTATION);
+    return value == null ? Optional.empty() : Optional.of(parseOrExpired(value));
+  }
+
+  private static boolean ownedBy(NodeLockCodec.NodeLock lock, PodRef pod) {
+    return lock.namespace().equals(pod.namespace()) && lock.pod().equals(pod.name());
+  }
+
+  /** An unparsable lock is treated as expired, so a corrupt value cannot wedge the node forever. */
+  private static NodeLockCodec.NodeLock parseOrExpired(String value) {
+    try {
+      return NodeLockCodec.decode(value);
+    } catch (IllegalArgumentException e) {
+      LOG.warn("{}", e.getMessage());
+      return new NodeLockCodec.NodeLock(Instant.EPOCH, "", "");
+    }
+  }
+
+  /**
+   * Writes (or, with {@code null}, removes) the lock with an update that carries the resourceVersion
+   * the node was read at, so the API server refuses it (409) when someone else changed the node first.
+   * Returns false in that case.
+   */
+  private boolean conditionalWrite(Node node, @Nullable String value) {
+    Node updated = new NodeBuilder(node).build();
+    Map<String, String> annotations = new HashMap<>(annotations(node));
+    if (value == null) {
+      annotations.remove(ANNOTATION);
+    } else {
+      annotations.put(ANNOTATION, value);
+    }
+    updated.getMetadata().setAnnotations(annotations);
+    try {
+      client.nodes().resource(updated).update();
+      return true;
+    } catch (KubernetesClientException e) {
+      if (e.getCode() == 409) {
+        return false;
+      }
+      throw e;
+    }
+  }
+
+  private static Map<String, String> annotations(Node node) {
+    Map<String, String> a = node.getMetadata().getAnnotations();
+    return a == null ? Map.of() : a;
+  }
+
+  /** Go's duration format for whole minutes and seconds, as HAMi's message prints it (e.g. 5m0s). */
+  static String format(Duration d) {
+    long seconds = d.getSeconds();
+    return seconds >= 60 ? (seconds / 60) + "m" + (seconds % 60) + "s" : seconds + "s";
+  }
+
+  private static void sleep(long millis) {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new KubernetesClientException("interrupted while locking a node");
+    }
+  }
+}

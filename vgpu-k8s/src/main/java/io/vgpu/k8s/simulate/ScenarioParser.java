@@ -1,0 +1,335 @@
+package io.vgpu.k8s.simulate;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.vgpu.api.Device;
+import io.vgpu.api.PodRef;
+import io.vgpu.core.QuotaLimits;
+import io.vgpu.k8s.config.DeviceConfig;
+import io.vgpu.k8s.config.DeviceConfigReader;
+import io.vgpu.k8s.pod.PodJson;
+import io.vgpu.k8s.pod.PodRefs;
+import io.vgpu.k8s.pod.Quantities;
+import io.vgpu.k8s.yaml.InputException;
+import io.vgpu.k8s.yaml.JacksonTrees;
+import io.vgpu.k8s.yaml.Position;
+import io.vgpu.k8s.yaml.YamlList;
+import io.vgpu.k8s.yaml.YamlMap;
+import io.vgpu.k8s.yaml.YamlNode;
+import io.vgpu.k8s.yaml.YamlReader;
+import io.vgpu.k8s.yaml.YamlScalar;
+import io.vgpu.mock.GpuProfile;
+import io.vgpu.mock.GpuProfiles;
+import io.vgpu.mock.MockDeviceSource;
+import java.math.BigDecimal;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import tools.jackson.core.JacksonException;
+
+/**
+ * Reads scenario files (YAML or JSON) into {@link Scenario}s. Keys of the scenario's own structure are
+ * checked; inside a pod manifest any field is accepted, but its resource quantities must be well-formed.
+ * Every error is an {@link InputException} naming the field, the value and {@code file:line:column}.
+ */
+public final class ScenarioParser {
+  private static final List<String> TOP_KEYS = List.of("config", "nodes", "resourceQuotas", "events");
+  private static final List<String> NODE_KEYS = List.of("name", "labels", "annotations", "gpus", "devices");
+  private static final List<String> GPUS_KEYS = List.of("profile", "count", "uuidPrefix", "numa");
+  private static final List<String> DEVICE_KEYS = List.of("uuid", "model", "memoryMiB", "numa", "health", "index");
+  private static final List<String> QUOTA_KEYS = List.of("namespace", "name", "hard");
+  private static final List<String> EVENT_KEYS = List.of("create", "delete", "setConfig");
+
+  private final DeviceConfigReader configReader;
+
+  /**
+   * A parser that accepts, as {@code gpuSchedulerPolicy}, HAMi's policies and the named placement
+   * policies given.
+   */
+  public ScenarioParser(Set<String> placementPolicies) {
+    this.configReader = new DeviceConfigReader(placementPolicies);
+  }
+
+  /**
+   * Parses a scenario file.
+   *
+   * @throws InputException on any error in the file
+   */
+  public Scenario parse(Path file) {
+    return parse(YamlReader.read(file));
+  }
+
+  /**
+   * Parses a scenario document.
+   *
+   * @throws InputException on any error in the document
+   */
+  public Scenario parse(YamlNode document) {
+    YamlMap root = document.asMap("scenario");
+    root.requireKnownKeys("the scenario", TOP_KEYS);
+    DeviceConfig config =
+        root.get("config").map(c -> configReader.apply(DeviceConfig.DEFAULT, c.asMap("config"), "config")).orElse(DeviceConfig.DEFAULT);
+    List<NodeSpec> nodes = root.get("nodes").map(n -> nodes(n.asList("nodes"))).orElse(List.of());
+    Map<String, QuotaLimits> quotas =
+        root.get("resourceQuotas").map(q -> quotas(q.asList("resourceQuotas"), config)).orElse(Map.of());
+    List<ScenarioEvent> events = root.get("events").map(e -> events(e.asList("events"), config)).orElse(List.of());
+    return new Scenario(config, nodes, quotas, events);
+  }
+
+  // --- Nodes
+
+  private static List<NodeSpec> nodes(YamlList list) {
+    List<NodeSpec> out = new ArrayList<>();
+    Map<String, String> nodeOfUuid = new HashMap<>();
+    Set<String> names = new HashSet<>();
+    for (int i = 0; i < list.items().size(); i++) {
+      String field = "nodes[" + i + "]";
+      YamlMap map = list.items().get(i).asMap(field);
+      map.requireKnownKeys(field, NODE_KEYS);
+      String name = requireNonEmpty(map, "name", field);
+      if (!names.add(name)) {
+        throw new InputException(map.require("name", field).position(), field + ".name: node '" + name + "' is listed twice");
+      }
+      if (map.get("gpus").isPresent() && map.get("devices").isPresent()) {
+        throw new InputException(map.position(), field + ": give either gpus or devices, not both");
+      }
+      List<Device> devices = new ArrayList<>();
+      int nodePosition = i;
+      map.get("gpus").ifPresent(g -> devices.addAll(profileDevices(g.asMap(field + ".gpus"), field + ".gpus", nodePosition)));
+      map.get("devices").ifPresent(d -> devices.addAll(explicitDevices(d.asList(field + ".devices"), field + ".devices")));
+      for (Device d : devices) {
+        String other = nodeOfUuid.putIfAbsent(d.uuid(), name);
+        if (other != null) {
+          throw new InputException(map.position(), field + ": device " + d.uuid() + " is also on node " + other);
+        }
+      }
+      out.add(
+          new NodeSpec(
+              name,
+              stringMap(map.get("labels"), field + ".labels"),
+              stringMap(map.get("annotations"), field + ".annotations"),
+              devices,
+              map.position()));
+    }
+    return out;
+  }
+
+  private static List<Device> profileDevices(YamlMap gpus, String field, int nodePosition) {
+    gpus.requireKnownKeys(field, GPUS_KEYS);
+    YamlNode profileNode = gpus.require("profile", field);
+    String profileName = profileNode.asScalar(field + ".profile").asString(field + ".profile");
+    GpuProfile profile =
+        GpuProfiles.find(profileName)
+            .orElseThrow(
+                () ->
+                    new InputException(
+                        profileNode.position(),
+                        field + ".profile: unknown GPU profile '" + profileName + "' (known: "
+                            + String.join(", ", GpuProfiles.all().stream().map(GpuProfile::profile).toList()) + ")"));
+    int count = gpus.get("count").map(c -> c.asScalar(field + ".count").asInt(field + ".count", 0, 100)).orElse(1);
+    int numa = gpus.get("numa").map(c -> c.asScalar(field + ".numa").asInt(field + ".numa", 0, 1024)).orElse(0);
+    String prefix =
+        gpus.get("uuidPrefix")
+            .map(p -> p.asScalar(field + ".uuidPrefix").asString(field + ".uuidPrefix"))
+            .orElse(String.format("GPU-%08x-0000-0000-0000-0000000000", nodePosition));
+    return new MockDeviceSource(profile, count, prefix, numa).devices();
+  }
+
+  private static List<Device> explicitDevices(YamlList list, String field) {
+    List<Device> out = new ArrayList<>();
+    for (int i = 0; i < list.items().size(); i++) {
+      String f = field + "[" + i + "]";
+      YamlMap d = list.items().get(i).asMap(f);
+      d.requireKnownKeys(f, DEVICE_KEYS);
+      String uuid = requireNonEmpty(d, "uuid", f);
+      String model = requireNonEmpty(d, "model", f);
+      long memory = d.require("memoryMiB", f).asScalar(f + ".memoryMiB").asLong(f + ".memoryMiB", 0, Integer.MAX_VALUE);
+      int numa = d.get("numa").map(n -> n.asScalar(f + ".numa").asInt(f + ".numa", 0, 1024)).orElse(0);
+      boolean health = d.get("health").map(n -> n.asScalar(f + ".health").asBoolean(f + ".health")).orElse(true);
+      int index = d.get("index").map(n -> n.asScalar(f + ".index").asInt(f + ".index", 0, 1024)).orElse(i);
+      out.add(new Device(uuid, index, model, memory, numa, health, ""));
+    }
+    return out;
+  }
+
+  /** The value of {@code key}, which must be present and not blank. */
+  private static String requireNonEmpty(YamlMap map, String key, String field) {
+    String f = field + "." + key;
+    YamlNode node = map.require(key, field);
+    String value = node.asScalar(f).asString(f);
+    if (value.isBlank()) {
+      throw new InputException(node.position(), f + ": must not be empty");
+    }
+    return value;
+  }
+
+  private static Map<String, String> stringMap(Optional<YamlNode> node, String field) {
+    Map<String, String> out = new LinkedHashMap<>();
+    if (node.isEmpty() || isNull(node.get())) {
+      return out;
+    }
+    for (YamlMap.Entry e : node.get().asMap(field).entries().values()) {
+      YamlScalar value = e.value().asScalar(YamlMap.path(field, e.key()));
+      out.put(e.key(), value.kind() == YamlScalar.Kind.NULL ? "" : value.text());
+    }
+    return out;
+  }
+
+  private static boolean isNull(YamlNode node) {
+    return node instanceof YamlScalar s && s.kind() == YamlScalar.Kind.NULL;
+  }
+
+  // --- Quotas
+
+  private static Map<String, QuotaLimits> quotas(YamlList list, DeviceConfig config) {
+    Map<String, QuotaLimits> out = new LinkedHashMap<>();
+    String memoryKey = "limits." + config.resourceMemoryName();
+    String coresKey = "limits." + config.resourceCoreName();
+    for (int i = 0; i < list.items().size(); i++) {
+      String field = "resourceQuotas[" + i + "]";
+      YamlMap q = list.items().get(i).asMap(field);
+      q.requireKnownKeys(field, QUOTA_KEYS);
+      String namespace = requireNonEmpty(q, "namespace", field);
+      q.get("name").ifPresent(n -> n.asScalar(field + ".name").asString(field + ".name"));
+      QuotaLimits limits = out.getOrDefault(namespace, QuotaLimits.NONE);
+      long memory = limits.memoryMiB();
+      long cores = limits.cores();
+      for (YamlMap.Entry e : q.require("hard", field).asMap(field + ".hard").entries().values()) {
+        String f = field + ".hard." + e.key();
+        if (e.key().equals(memoryKey)) {
+          memory = quotaAmount(e.value(), f);
+        } else if (e.key().equals(coresKey)) {
+          cores = quotaAmount(e.value(), f);
+        } else {
+          quotaAmount(e.value(), f);
+        }
+      }
+      out.put(namespace, new QuotaLimits(memory, cores));
+    }
+    return out;
+  }
+
+  private static long quotaAmount(YamlNode node, String field) {
+    String text = node.asScalar(field).asString(field).trim();
+    BigDecimal value = quantity(text, node, field);
+    if (value.signum() < 0 || !Quantities.isInteger(value)) {
+      throw new InputException(node.position(), field + ": '" + text + "' must be a non-negative whole number");
+    }
+    try {
+      return value.longValueExact();
+    } catch (ArithmeticException e) {
+      throw new InputException(node.position(), field + ": '" + text + "' is too large");
+    }
+  }
+
+  private static BigDecimal quantity(String text, YamlNode node, String field) {
+    try {
+      return Quantities.parse(text);
+    } catch (IllegalArgumentException e) {
+      throw new InputException(node.position(), field + ": " + e.getMessage());
+    }
+  }
+
+  // --- Events
+
+  private List<ScenarioEvent> events(YamlList list, DeviceConfig initial) {
+    List<ScenarioEvent> out = new ArrayList<>();
+    DeviceConfig config = initial;
+    for (int i = 0; i < list.items().size(); i++) {
+      String field = "events[" + i + "]";
+      YamlMap event = list.items().get(i).asMap(field);
+      event.requireKnownKeys(field, EVENT_KEYS);
+      if (event.entries().size() != 1) {
+        throw new InputException(event.position(), field + ": an event has exactly one of create, delete, setConfig");
+      }
+      YamlMap.Entry e = event.entries().values().iterator().next();
+      String f = field + "." + e.key();
+      switch (e.key()) {
+        case "create" -> out.add(create(e.value(), f, e.keyPosition()));
+        case "delete" -> {
+          String target = e.value().asScalar(f).asString(f).trim();
+          out.add(new ScenarioEvent.Delete(e.keyPosition(), podRef(target, e.value(), f)));
+        }
+        case "setConfig" -> {
+          YamlMap changes = e.value().asMap(f);
+          config = configReader.apply(config, changes, f);
+          out.add(new ScenarioEvent.SetConfig(e.keyPosition(), config, summary(changes)));
+        }
+        default -> throw new IllegalStateException("event key " + e.key() + " is listed but not read");
+      }
+    }
+    return out;
+  }
+
+  private static PodRef podRef(String text, YamlNode node, String field) {
+    try {
+      return PodRefs.parse(text);
+    } catch (IllegalArgumentException e) {
+      throw new InputException(node.position(), field + ": " + e.getMessage());
+    }
+  }
+
+  private static String summary(YamlMap changes) {
+    List<String> parts = new ArrayList<>();
+    for (YamlMap.Entry e : changes.entries().values()) {
+      parts.add(e.key() + "=" + (e.value() instanceof YamlScalar s ? s.text() : "(" + e.value().describe() + ")"));
+    }
+    return String.join(" ", parts);
+  }
+
+  private static ScenarioEvent.Create create(YamlNode manifest, String field, Position at) {
+    YamlMap map = manifest.asMap(field);
+    map.get("kind").ifPresent(k -> {
+      String kind = k.asScalar(field + ".kind").asString(field + ".kind");
+      if (!kind.equals("Pod")) {
+        throw new InputException(k.position(), field + ".kind: expected Pod, got '" + kind + "'");
+      }
+    });
+    checkQuantities(map, field);
+    Pod pod;
+    try {
+      pod = PodJson.fromTree(JacksonTrees.toJson(map));
+    } catch (JacksonException e) {
+      String path = JacksonTrees.describePath(e);
+      String message = e.getOriginalMessage() == null ? e.getClass().getSimpleName() : e.getOriginalMessage().lines().findFirst().orElse("").trim();
+      throw new InputException(
+          JacksonTrees.locate(map, e), field + (path.isEmpty() ? "" : "." + path) + ": not a valid Pod field: " + message, e);
+    }
+    requireNonEmpty(map.require("metadata", field).asMap(field + ".metadata"), "name", field + ".metadata");
+    return new ScenarioEvent.Create(at, pod, PodRefs.of(pod));
+  }
+
+  /** Every resource quantity of every container must parse, as the API server requires. */
+  private static void checkQuantities(YamlMap pod, String field) {
+    Optional<YamlNode> spec = pod.get("spec");
+    if (spec.isEmpty() || !(spec.get() instanceof YamlMap specMap)) {
+      return;
+    }
+    for (String list : List.of("initContainers", "containers")) {
+      Optional<YamlNode> containers = specMap.get(list);
+      if (containers.isEmpty() || !(containers.get() instanceof YamlList items)) {
+        continue;
+      }
+      for (int i = 0; i < items.items().size(); i++) {
+        if (!(items.items().get(i) instanceof YamlMap container)
+            || !(container.get("resources").orElse(null) instanceof YamlMap resources)) {
+          continue;
+        }
+        for (String kind : List.of("limits", "requests")) {
+          if (!(resources.get(kind).orElse(null) instanceof YamlMap amounts)) {
+            continue;
+          }
+          for (YamlMap.Entry e : amounts.entries().values()) {
+            String f = field + ".spec." + list + "[" + i + "].resources." + kind + "." + e.key();
+            quantity(e.value().asScalar(f).asString(f).trim(), e.value(), f);
+          }
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,478 @@
+package io.vgpu.k8s.simulate;
+
+import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.EnvVar;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodSpec;
+import io.vgpu.api.ContainerGrant;
+import io.vgpu.api.Device;
+import io.vgpu.api.PodGrant;
+import io.vgpu.api.PodRef;
+import io.vgpu.api.PodRequest;
+import io.vgpu.api.SchedulableDevice;
+import io.vgpu.api.spi.ContainerContract;
+import io.vgpu.core.CompiledRequest;
+import io.vgpu.core.DeviceRegistrar;
+import io.vgpu.core.DeviceUsage;
+import io.vgpu.core.Engine;
+import io.vgpu.core.Explanation;
+import io.vgpu.core.FilterResult;
+import io.vgpu.core.NodeDevices;
+import io.vgpu.core.NodeRejection;
+import io.vgpu.core.NodeUsage;
+import io.vgpu.core.QuotaUsage;
+import io.vgpu.core.ReserveResult;
+import io.vgpu.k8s.admission.AdmissionMutator;
+import io.vgpu.k8s.admission.AdmissionResult;
+import io.vgpu.k8s.codec.DeviceListCodec;
+import io.vgpu.k8s.codec.HamiAnnotations;
+import io.vgpu.k8s.codec.ReasonCodec;
+import io.vgpu.k8s.config.DeviceConfig;
+import io.vgpu.k8s.pod.NodeSelection;
+import io.vgpu.k8s.pod.PodRequestException;
+import io.vgpu.k8s.pod.PodRequestParser;
+import io.vgpu.k8s.simulate.SimulationResult.ContainerOutcome;
+import io.vgpu.k8s.simulate.SimulationResult.DeviceOutcome;
+import io.vgpu.k8s.simulate.SimulationResult.NodeOutcome;
+import io.vgpu.k8s.simulate.SimulationResult.PodOutcome;
+import io.vgpu.k8s.simulate.SimulationResult.Step;
+import io.vgpu.k8s.yaml.InputException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Replays a {@link Scenario} through the same steps a cluster takes: the admission webhook, request
+ * parsing, the engine's filter (candidates: the nodes in file order that the pod's node selection
+ * allows) and reserve, and the annotations the scheduler writes. After every event, pending pods are
+ * tried again in creation order. Ties go to the node listed first, then the lowest card index (the
+ * engine's rules). A pod that asks for no GPU runs on the first node its node selection allows.
+ *
+ * <p>Not thread-safe: one simulator replays one scenario.
+ */
+public final class Simulator {
+  private final Scenario scenario;
+  private final Supplier<Engine.Builder> engines;
+  private final @Nullable ContainerContract contract;
+  private final Map<String, Device> deviceByUuid = new HashMap<>();
+  private final Map<PodRef, SimPod> pods = new LinkedHashMap<>();
+  private final List<Step> timeline = new ArrayList<>();
+  private DeviceConfig config;
+  private Engine engine;
+  private AdmissionMutator admission;
+  private PodRequestParser requests;
+  private boolean replayed;
+
+  /** A pod's state during the replay. */
+  private static final class SimPod {
+    final PodRef ref;
+    final Pod pod;
+    Phase phase = Phase.PENDING;
+    @Nullable PodGrant grant;
+    String node = "";
+    Map<String, String> reasons = new LinkedHashMap<>();
+    String message = "";
+
+    SimPod(PodRef ref, Pod pod) {
+      this.ref = ref;
+      this.pod = pod;
+    }
+  }
+
+  /**
+   * A simulator for one scenario.
+   *
+   * @param scenario the scenario
+   * @param engines makes the engine builders (placement policies are added there); a new engine is built
+   *     whenever the scheduler's configuration changes
+   * @param contract what containers receive for their grants, or {@code null} to leave {@code env} out
+   */
+  public Simulator(Scenario scenario, Supplier<Engine.Builder> engines, @Nullable ContainerContract contract) {
+    this.scenario = scenario;
+    this.engines = engines;
+    this.contract = contract;
+    for (NodeSpec node : scenario.nodes()) {
+      node.devices().forEach(d -> deviceByUuid.put(d.uuid(), d));
+    }
+    this.config = scenario.config();
+    this.engine = newEngine(config);
+    this.admission = new AdmissionMutator(config, AdmissionMutator.DEFAULT_SCHEDULER_NAME);
+    this.requests = new PodRequestParser(config.schema());
+  }
+
+  /**
+   * Replays every event; call once.
+   *
+   * @return the final state
+   * @throws InputException when an event contradicts the state (a pod created twice, a missing pod deleted)
+   */
+  public SimulationResult replay() {
+    if (replayed) {
+      throw new IllegalStateException("the scenario was already replayed");
+    }
+    replayed = true;
+    List<ScenarioEvent> events = scenario.events();
+    for (int i = 0; i < events.size(); i++) {
+      ScenarioEvent event = events.get(i);
+      List<PodRef> scheduled = new ArrayList<>();
+      SimPod created = null;
+      if (event instanceof ScenarioEvent.Create create) {
+        created = create(create, scheduled);
+      } else if (event instanceof ScenarioEvent.Delete delete) {
+        delete(delete);
+      } else if (event instanceof ScenarioEvent.SetConfig setConfig) {
+        reconfigure(setConfig.config());
+      }
+      retryPending(created, scheduled);
+      timeline.add(new Step(i, event.describe(), scheduled));
+    }
+    return result();
+  }
+
+  // --- Events
+
+  private @Nullable SimPod create(ScenarioEvent.Create event, List<PodRef> scheduled) {
+    SimPod existing = pods.get(event.ref());
+    if (existing != null && existing.phase != Phase.REJECTED) {
+      throw new InputException(event.position(), "create: pod " + event.ref() + " already exists");
+    }
+    pods.remove(event.ref());
+    AdmissionResult admitted = admission.admit(event.pod(), engine::quota);
+    if (!admitted.allowed()) {
+      SimPod rejected = new SimPod(event.ref(), event.pod());
+      rejected.phase = Phase.REJECTED;
+      rejected.message = admitted.message();
+      pods.put(event.ref(), rejected);
+      return null;
+    }
+    SimPod pod = new SimPod(event.ref(), admitted.admittedPod());
+    pods.put(event.ref(), pod);
+    if (tryPlace(pod)) {
+      scheduled.add(pod.ref);
+    }
+    return pod;
+  }
+
+  private void delete(ScenarioEvent.Delete event) {
+    SimPod pod = pods.remove(event.ref());
+    if (pod == null) {
+      throw new InputException(event.position(), "delete: pod " + event.ref() + " does not exist");
+    }
+    if (pod.grant != null) {
+      engine.release(pod.ref);
+    }
+  }
+
+  private void reconfigure(DeviceConfig next) {
+    boolean schedulerChanged = !next.engineConfig().equals(config.engineConfig());
+    config = next;
+    admission = new AdmissionMutator(config, AdmissionMutator.DEFAULT_SCHEDULER_NAME);
+    requests = new PodRequestParser(config.schema());
+    if (schedulerChanged) {
+      engine = newEngine(config);
+      for (SimPod pod : pods.values()) {
+        if (pod.grant != null) {
+          engine.restore(pod.grant);
+        }
+      }
+    } else {
+      registerNodes(engine, config);
+    }
+  }
+
+  private void retryPending(@Nullable SimPod skip, List<PodRef> scheduled) {
+    for (SimPod pod : pods.values()) {
+      if (pod.phase == Phase.PENDING && pod != skip && tryPlace(pod)) {
+        scheduled.add(pod.ref);
+      }
+    }
+  }
+
+  // --- Engine
+
+  private Engine newEngine(DeviceConfig c) {
+    Engine e = engines.get().config(c.engineConfig()).build();
+    registerNodes(e, c);
+    scenario.quotas().forEach(e::setQuota);
+    return e;
+  }
+
+  private void registerNodes(Engine target, DeviceConfig c) {
+    DeviceRegistrar registrar = new DeviceRegistrar(c.schema().vendor());
+    for (NodeSpec node : scenario.nodes()) {
+      List<SchedulableDevice> devices;
+      try {
+        devices = registrar.register(node.devices(), c.sharing());
+      } catch (IllegalArgumentException e) {
+        throw new InputException(node.position(), "node " + node.name() + ": " + e.getMessage());
+      }
+      if (!devices.isEmpty()) {
+        target.upsertNode(new NodeDevices(node.name(), devices, node.cordoned()));
+      }
+    }
+  }
+
+  // --- Placement
+
+  /** The nodes the pod's selection allows, in file order; the others get {@code NodeSelectorMismatch}. */
+  private List<String> candidates(Pod pod, Map<String, String> excluded) {
+    List<String> out = new ArrayList<>();
+    for (NodeSpec node : scenario.nodes()) {
+      if (NodeSelection.allows(pod, node.name(), node.labels())) {
+        out.add(node.name());
+      } else {
+        excluded.put(node.name(), ReasonCodec.NODE_SELECTOR_MISMATCH);
+      }
+    }
+    return out;
+  }
+
+  /** Tries to place a pending pod; returns whether it is now Running. */
+  private boolean tryPlace(SimPod pod) {
+    pod.reasons = new LinkedHashMap<>();
+    pod.message = "";
+    Optional<String> foreign = foreignScheduler(pod.pod);
+    if (foreign.isPresent()) {
+      pod.message = "spec.schedulerName is " + foreign.get() + ": the pod is left to that scheduler";
+      return false;
+    }
+    PodRequest request;
+    try {
+      request = requests.parse(pod.pod);
+    } catch (PodRequestException e) {
+      pod.message = e.getMessage();
+      return false;
+    }
+    Map<String, String> excluded = new LinkedHashMap<>();
+    List<String> candidates = candidates(pod.pod, excluded);
+    if (!request.wantsDevices()) {
+      return placeWithoutDevices(pod, candidates, excluded);
+    }
+    CompiledRequest compiled;
+    try {
+      compiled = engine.compile(request);
+    } catch (IllegalArgumentException e) {
+      pod.message = e.getMessage();
+      return false;
+    }
+    FilterResult result = engine.filter(compiled, candidates, true);
+    if (result.placement().isPresent()) {
+      PodGrant grant = result.placement().get().grant();
+      ReserveResult reserved = engine.reserve(grant);
+      if (!reserved.reserved()) {
+        pod.message = reserved.message();
+        return false;
+      }
+      pod.grant = grant;
+      pod.node = grant.node();
+      pod.phase = Phase.RUNNING;
+      return true;
+    }
+    Map<String, NodeRejection> byNode = new HashMap<>();
+    result.rejections().forEach(r -> byNode.put(r.node(), r));
+    for (NodeSpec node : scenario.nodes()) {
+      String excludedReason = excluded.get(node.name());
+      NodeRejection rejection = byNode.get(node.name());
+      if (excludedReason != null) {
+        pod.reasons.put(node.name(), excludedReason);
+      } else if (rejection != null) {
+        pod.reasons.put(node.name(), ReasonCodec.render(rejection));
+      }
+    }
+    return false;
+  }
+
+  private boolean placeWithoutDevices(SimPod pod, List<String> candidates, Map<String, String> excluded) {
+    String nodeName = pod.pod.getSpec() == null ? null : pod.pod.getSpec().getNodeName();
+    if (nodeName != null && !nodeName.isEmpty()) {
+      if (scenario.nodes().stream().noneMatch(n -> n.name().equals(nodeName))) {
+        pod.message = "spec.nodeName " + nodeName + " is not a node of the scenario";
+        return false;
+      }
+      pod.node = nodeName;
+    } else if (candidates.isEmpty()) {
+      pod.reasons.putAll(excluded);
+      return false;
+    } else {
+      pod.node = candidates.get(0);
+    }
+    pod.phase = Phase.RUNNING;
+    return true;
+  }
+
+  private static Optional<String> foreignScheduler(Pod pod) {
+    PodSpec spec = pod.getSpec();
+    String name = spec == null ? null : spec.getSchedulerName();
+    if (name == null || name.isEmpty() || name.equals("default-scheduler") || name.equals(AdmissionMutator.DEFAULT_SCHEDULER_NAME)) {
+      return Optional.empty();
+    }
+    return Optional.of(name);
+  }
+
+  // --- Results
+
+  private SimulationResult result() {
+    List<PodOutcome> outcomes = new ArrayList<>();
+    for (SimPod pod : pods.values()) {
+      outcomes.add(outcome(pod));
+    }
+    List<NodeOutcome> nodes = new ArrayList<>();
+    for (NodeSpec node : scenario.nodes()) {
+      List<DeviceOutcome> devices = new ArrayList<>();
+      Optional<NodeUsage> usage = engine.usage(node.name());
+      if (usage.isPresent()) {
+        for (DeviceUsage d : usage.get().devices()) {
+          devices.add(new DeviceOutcome(deviceByUuid.get(d.device().uuid()).model(), d));
+        }
+      }
+      nodes.add(new NodeOutcome(node.name(), devices));
+    }
+    List<QuotaUsage> quotas = new ArrayList<>();
+    for (String namespace : scenario.quotas().keySet()) {
+      quotas.add(engine.quota(namespace));
+    }
+    return new SimulationResult(outcomes, timeline, nodes, quotas);
+  }
+
+  private PodOutcome outcome(SimPod pod) {
+    Map<String, String> annotations = new LinkedHashMap<>();
+    List<ContainerOutcome> init = new ArrayList<>();
+    List<ContainerOutcome> app = new ArrayList<>();
+    if (pod.phase == Phase.RUNNING) {
+      PodGrant grant = pod.grant != null ? pod.grant : emptyGrant(pod);
+      if (pod.grant != null) {
+        String devices = DeviceListCodec.encode(grant);
+        annotations.put(HamiAnnotations.ASSIGNED_NODE, pod.node);
+        annotations.put(HamiAnnotations.DEVICES_ALLOCATED, devices);
+        annotations.put(HamiAnnotations.DEVICES_TO_ALLOCATE, devices);
+      }
+      PodSpec spec = pod.pod.getSpec();
+      grant.initContainers().forEach(c -> init.add(containerOutcome(pod, c, spec == null ? null : spec.getInitContainers())));
+      grant.containers().forEach(c -> app.add(containerOutcome(pod, c, spec == null ? null : spec.getContainers())));
+    }
+    return new PodOutcome(pod.ref, pod.phase, pod.node, annotations, init, app, pod.reasons, pod.message);
+  }
+
+  private static PodGrant emptyGrant(SimPod pod) {
+    PodSpec spec = pod.pod.getSpec();
+    List<ContainerGrant> init = new ArrayList<>();
+    List<ContainerGrant> app = new ArrayList<>();
+    if (spec != null && spec.getInitContainers() != null) {
+      spec.getInitContainers().forEach(c -> init.add(ContainerGrant.empty(nameOf(c))));
+    }
+    if (spec != null && spec.getContainers() != null) {
+      spec.getContainers().forEach(c -> app.add(ContainerGrant.empty(nameOf(c))));
+    }
+    return new PodGrant(pod.ref, pod.node, init, app);
+  }
+
+  private ContainerOutcome containerOutcome(SimPod pod, ContainerGrant grant, @Nullable List<Container> manifests) {
+    Map<String, String> env = Map.of();
+    if (contract != null && !grant.devices().isEmpty()) {
+      env = contract.allocate(pod.ref, podUid(pod), grant, manifestEnv(grant.name(), manifests)).env();
+    }
+    return new ContainerOutcome(grant.name(), grant.devices(), env);
+  }
+
+  private static String podUid(SimPod pod) {
+    String uid = pod.pod.getMetadata() == null ? null : pod.pod.getMetadata().getUid();
+    if (uid != null && !uid.isEmpty()) {
+      return uid;
+    }
+    return UUID.nameUUIDFromBytes(pod.ref.toString().getBytes(StandardCharsets.UTF_8)).toString();
+  }
+
+  private static Map<String, String> manifestEnv(String container, @Nullable List<Container> manifests) {
+    Map<String, String> env = new LinkedHashMap<>();
+    if (manifests == null) {
+      return env;
+    }
+    for (Container c : manifests) {
+      if (container.equals(nameOf(c)) && c.getEnv() != null) {
+        for (EnvVar v : c.getEnv()) {
+          if (v.getValue() != null) {
+            env.put(v.getName(), v.getValue());
+          }
+        }
+      }
+    }
+    return env;
+  }
+
+  private static String nameOf(Container c) {
+    return c.getName() == null ? "" : c.getName();
+  }
+
+  // --- Explain
+
+  /**
+   * Explains, at the end of the replay, why a pod runs where it runs or waits. A running pod's own grant
+   * is left out while it is judged.
+   *
+   * @throws InputException when the scenario left no such pod
+   */
+  public PodExplanation explain(PodRef ref) {
+    if (!replayed) {
+      throw new IllegalStateException("replay the scenario first");
+    }
+    SimPod pod = pods.get(ref);
+    if (pod == null) {
+      throw new InputException("--explain: pod " + ref + " is not in the scenario's final state");
+    }
+    if (pod.phase == Phase.REJECTED || foreignScheduler(pod.pod).isPresent()) {
+      return new PodExplanation(ref, pod.phase, pod.message, List.of(), Optional.empty());
+    }
+    PodRequest request;
+    try {
+      request = requests.parse(pod.pod);
+    } catch (PodRequestException e) {
+      return new PodExplanation(ref, pod.phase, e.getMessage(), List.of(), Optional.empty());
+    }
+    Map<String, String> excluded = new LinkedHashMap<>();
+    List<String> candidates = candidates(pod.pod, excluded);
+    if (!request.wantsDevices()) {
+      List<PodExplanation.NodeVerdict> verdicts = new ArrayList<>();
+      for (NodeSpec node : scenario.nodes()) {
+        String reason = excluded.getOrDefault(node.name(), "");
+        verdicts.add(new PodExplanation.NodeVerdict(node.name(), reason.isEmpty(), reason, List.of(), List.of()));
+      }
+      return new PodExplanation(ref, pod.phase, pod.message, verdicts, Optional.empty());
+    }
+    Explanation explanation;
+    PodGrant held = pod.grant;
+    if (held != null) {
+      engine.release(ref);
+    }
+    try {
+      explanation = engine.explain(engine.compile(request), candidates);
+    } catch (IllegalArgumentException e) {
+      return new PodExplanation(ref, pod.phase, e.getMessage(), List.of(), Optional.empty());
+    } finally {
+      if (held != null) {
+        engine.restore(held);
+      }
+    }
+    Map<String, Explanation.NodeExplanation> byNode = new HashMap<>();
+    explanation.nodes().forEach(n -> byNode.put(n.node(), n));
+    List<PodExplanation.NodeVerdict> verdicts = new ArrayList<>();
+    for (NodeSpec node : scenario.nodes()) {
+      Explanation.NodeExplanation n = byNode.get(node.name());
+      if (n == null) {
+        verdicts.add(new PodExplanation.NodeVerdict(node.name(), false, excluded.get(node.name()), List.of(), List.of()));
+      } else if (n.fits()) {
+        verdicts.add(new PodExplanation.NodeVerdict(node.name(), true, "", n.chosen(), List.of()));
+      } else {
+        String reason = n.rejection() == null ? "" : ReasonCodec.render(n.rejection());
+        verdicts.add(new PodExplanation.NodeVerdict(node.name(), false, reason, List.of(), n.cards()));
+      }
+    }
+    return new PodExplanation(ref, pod.phase, pod.message, verdicts, explanation.nearest());
+  }
+}

@@ -1,0 +1,161 @@
+package io.vgpu.k8s.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.vgpu.api.ResourceSchema;
+import io.vgpu.api.SharingConfig;
+import io.vgpu.core.EngineConfig;
+import io.vgpu.k8s.yaml.InputException;
+import io.vgpu.k8s.yaml.YamlReader;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class DeviceConfigReaderTest {
+  private final DeviceConfigReader reader = new DeviceConfigReader(Set.of("fgd"));
+
+  private DeviceConfig read(String yaml) {
+    return reader.apply(DeviceConfig.DEFAULT, YamlReader.read(yaml, "c.yaml").asMap("config"), "config");
+  }
+
+  @Test
+  void defaultsAreHamis() {
+    DeviceConfig d = DeviceConfig.DEFAULT;
+    assertThat(d.schema()).isEqualTo(ResourceSchema.nvidia());
+    assertThat(d.sharing()).isEqualTo(SharingConfig.DEFAULT);
+    assertThat(d.engineConfig()).isEqualTo(EngineConfig.DEFAULT);
+    assertThat(d.gpuCorePolicy()).isEqualTo("default");
+    assertThat(d.libCudaLogLevel()).isEqualTo("1");
+    assertThat(d.runtimeClassName()).isEmpty();
+    assertThat(d.overwriteEnv()).isFalse();
+  }
+
+  @Test
+  void readsEveryKey() {
+    DeviceConfig c =
+        read(
+            """
+            resourceCountName: example.com/gpu
+            resourceMemoryName: example.com/mem
+            resourceMemoryPercentageName: example.com/pct
+            resourceCoreName: example.com/cores
+            resourcePriorityName: example.com/prio
+            overwriteEnv: true
+            defaultMemory: 1024
+            defaultCores: 10
+            defaultGPUNum: 2
+            memoryFactor: 4
+            disableCoreLimit: true
+            gpuCorePolicy: force
+            runtimeClassName: nvidia
+            migProfileAllowlist:
+            - models: [A100-SXM4-40GB]
+              profiles: [1g.5gb, 7g.40gb]
+            deviceSplitCount: 4
+            deviceMemoryScaling: 2
+            deviceCoreScaling: 1.5
+            preConfiguredDeviceMemory: 8192
+            libCudaLogLevel: 3
+            enableNumaTopology: true
+            nodeSchedulerPolicy: spread
+            gpuSchedulerPolicy: binpack,numa
+            """);
+    assertThat(c.schema())
+        .isEqualTo(
+            new ResourceSchema("NVIDIA", "example.com/gpu", "example.com/mem", "example.com/pct", "example.com/cores", "example.com/prio", 4, 1024, 10, 2));
+    assertThat(c.sharing()).isEqualTo(new SharingConfig(4, 2.0, 1.5, 8192));
+    assertThat(c.engineConfig().nodePolicy()).isEqualTo("spread");
+    assertThat(c.engineConfig().devicePolicy()).isEqualTo("binpack,numa");
+    assertThat(c.overwriteEnv()).isTrue();
+    assertThat(c.disableCoreLimit()).isTrue();
+    assertThat(c.gpuCorePolicy()).isEqualTo("force");
+    assertThat(c.runtimeClassName()).isEqualTo("nvidia");
+    assertThat(c.migProfileAllowlist()).containsExactly(new MigProfileAllowance(List.of("A100-SXM4-40GB"), List.of("1g.5gb", "7g.40gb")));
+    assertThat(c.libCudaLogLevel()).isEqualTo("3");
+    assertThat(c.enableNumaTopology()).isTrue();
+  }
+
+  @Test
+  void appliesOverAnotherConfigKeepingWhatIsNotSet() {
+    DeviceConfig base = read("deviceSplitCount: 4\n");
+    DeviceConfig next = reader.apply(base, YamlReader.read("deviceMemoryScaling: 2.0\n", "c.yaml").asMap(""), "setConfig");
+    assertThat(next.deviceSplitCount()).isEqualTo(4);
+    assertThat(next.deviceMemoryScaling()).isEqualTo(2.0);
+  }
+
+  @Test
+  void acceptsARegisteredPlacementPolicy() {
+    assertThat(read("gpuSchedulerPolicy: fgd\n").gpuSchedulerPolicy()).isEqualTo("fgd");
+  }
+
+  @Test
+  void reportsBadKeysAndValuesWithPosition() {
+    assertThatThrownBy(() -> read("deviceSplitCount: 10\ndeviceSplitcount: 4\n"))
+        .isInstanceOf(InputException.class)
+        .hasMessageStartingWith("c.yaml:2:1: unknown key 'deviceSplitcount' in config (known keys: resourceCountName,");
+    assertThatThrownBy(() -> read("deviceSplitCount: 0\n")).hasMessage("c.yaml:1:19: config.deviceSplitCount: 0 is out of range [1, 2147483647]");
+    assertThatThrownBy(() -> read("deviceMemoryScaling: -1\n")).hasMessage("c.yaml:1:22: config.deviceMemoryScaling: -1.0 must be positive");
+    assertThatThrownBy(() -> read("deviceMemoryScaling: lots\n")).hasMessage("c.yaml:1:22: config.deviceMemoryScaling: expected a number, got 'lots'");
+    assertThatThrownBy(() -> read("overwriteEnv: maybe\n")).hasMessage("c.yaml:1:15: config.overwriteEnv: expected true or false, got 'maybe'");
+    assertThatThrownBy(() -> read("nodeSchedulerPolicy: random\n"))
+        .hasMessage("c.yaml:1:22: config.nodeSchedulerPolicy: unknown value 'random' (known: binpack, spread)");
+    assertThatThrownBy(() -> read("gpuSchedulerPolicy: binpack,best\n"))
+        .hasMessage("c.yaml:1:21: config.gpuSchedulerPolicy: unknown policy 'best' in 'binpack,best' (known: binpack, mutex, numa, spread, topology-aware, fgd)");
+    assertThatThrownBy(() -> read("gpuCorePolicy: sometimes\n")).hasMessageContaining("config.gpuCorePolicy: unknown value 'sometimes'");
+    assertThatThrownBy(() -> read("resourceCountName: \"\"\n")).hasMessage("c.yaml:1:20: config.resourceCountName: must not be empty");
+    assertThatThrownBy(() -> read("migProfileAllowlist: [{models: [A30], profiles: [big]}]\n"))
+        .hasMessageContaining("config.migProfileAllowlist[0].profiles: 'big' is not a MIG profile");
+  }
+
+  @Test
+  void readsHamisDeviceConfigFileIgnoringOtherVendors(@TempDir Path dir) throws Exception {
+    Path file = dir.resolve("device-config.yaml");
+    Files.writeString(
+        file,
+        """
+        nvidia:
+          resourceCountName: nvidia.com/gpu
+          resourceMemoryName: nvidia.com/gpumem
+          resourceMemoryPercentageName: nvidia.com/gpumem-percentage
+          resourceCoreName: nvidia.com/gpucores
+          resourcePriorityName: nvidia.com/priority
+          overwriteEnv: false
+          defaultMemory: 0
+          defaultCores: 0
+          defaultGPUNum: 1
+          preConfiguredDeviceMemory: 0
+          memoryFactor: 1
+          deviceSplitCount: 10
+          deviceMemoryScaling: 1
+          deviceCoreScaling: 1
+          enableNumaTopology: false
+          gpuCorePolicy: default
+          libCudaLogLevel: 1
+          runtimeClassName: ""
+          migProfileAllowlist:
+          - models: [ "A30" ]
+            profiles: [ "1g.6gb", "2g.12gb", "4g.24gb" ]
+        cambricon:
+          resourceCountName: cambricon.com/vmlu
+        iluvatars:
+        - chipName: MR-V100
+          commonWord: MR-V100
+        """);
+    DeviceConfig c = reader.readFile(file);
+    assertThat(c.toBuilder().migProfileAllowlist(List.of()).build()).isEqualTo(DeviceConfig.DEFAULT);
+    assertThat(c.migProfileAllowlist()).hasSize(1);
+  }
+
+  @Test
+  void aDeviceConfigFileNeedsItsNvidiaSection(@TempDir Path dir) throws Exception {
+    Path file = dir.resolve("device-config.yaml");
+    Files.writeString(file, "nvidai:\n  deviceSplitCount: 4\n");
+    assertThatThrownBy(() -> reader.readFile(file)).hasMessageContaining(":1:1: unknown key 'nvidai' in device config");
+    Files.writeString(file, "hygon: {}\n");
+    assertThatThrownBy(() -> reader.readFile(file)).hasMessageContaining("device config: missing required key 'nvidia'");
+  }
+}

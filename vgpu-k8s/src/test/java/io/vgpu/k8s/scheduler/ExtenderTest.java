@@ -1,0 +1,179 @@
+package io.vgpu.k8s.scheduler;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.api.model.Quantity;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
+import io.vgpu.api.PodRef;
+import io.vgpu.core.QuotaLimits;
+import io.vgpu.k8s.codec.HamiAnnotations;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import tools.jackson.databind.JsonNode;
+
+/** The extender over real HTTP against a CRUD mock API server. */
+@EnableKubernetesMockClient(crud = true)
+class ExtenderTest {
+  KubernetesClient client;
+  ClusterHarness cluster;
+
+  static final String W1 = "GPU-12345678-1234-1234-1234-1234567800";
+  static final String W2 = "GPU-22345678-1234-1234-1234-1234567800";
+
+  @BeforeEach
+  void start() throws Exception {
+    cluster = new ClusterHarness(client);
+    cluster.node("worker1", Map.of("gpu", "on"), Map.of(), ClusterHarness.cards(W1, 2, 40960));
+    cluster.node("worker2", Map.of("gpu", "on"), Map.of(), ClusterHarness.cards(W2, 2, 40960));
+    cluster.start();
+  }
+
+  @AfterEach
+  void stop() {
+    cluster.close();
+  }
+
+  static Pod gpuPod(String namespace, String name, Map<String, String> limits, Map<String, String> annotations) {
+    PodBuilder b = new PodBuilder().withNewMetadata().withName(name).withNamespace(namespace).withAnnotations(annotations).endMetadata()
+        .withNewSpec().addNewContainer().withName("gpu").withImage("busybox").withNewResources().endResources().endContainer().endSpec();
+    Pod pod = b.build();
+    limits.forEach((k, v) -> pod.getSpec().getContainers().get(0).getResources().getLimits().put(k, new Quantity(v)));
+    return pod;
+  }
+
+  @Test
+  void filterPicksOneNodeWritesTheDecisionAndReserves() throws Exception {
+    Pod pod = cluster.create(gpuPod("default", "p1", Map.of("nvidia.com/gpu", "1", "nvidia.com/gpumem", "4096", "nvidia.com/gpucores", "25"), Map.of()));
+    JsonNode result = cluster.filter(pod, List.of("worker1", "worker2"));
+    assertThat(result.path("Error").asString()).isEmpty();
+    assertThat(result.path("NodeNames").toString()).isEqualTo("[\"worker1\"]");
+    Pod annotated = client.pods().inNamespace("default").withName("p1").get();
+    assertThat(annotated.getMetadata().getAnnotations())
+        .containsEntry(HamiAnnotations.ASSIGNED_NODE, "worker1")
+        .containsEntry(HamiAnnotations.DEVICES_ALLOCATED, W1 + "00,NVIDIA,4096,25:;")
+        .containsEntry(HamiAnnotations.DEVICES_TO_ALLOCATE, W1 + "00,NVIDIA,4096,25:;")
+        .containsKey(HamiAnnotations.ASSIGNED_TIME);
+    assertThat(annotated.getMetadata().getLabels()).containsEntry(HamiAnnotations.ASSIGNED_NODE, "worker1");
+    assertThat(cluster.server.engine().grant(new PodRef("default", "p1"))).isPresent();
+  }
+
+  @Test
+  void aPodThatFitsNowhereGetsHamisReasonsPerNodeAndAnEventWithTheNearestFix() throws Exception {
+    Pod big = cluster.create(gpuPod("default", "big", Map.of("nvidia.com/gpu", "1", "nvidia.com/gpumem", "50000"), Map.of()));
+    JsonNode result = cluster.filter(big, List.of("worker1", "worker2", "ghost"));
+    assertThat(result.path("NodeNames").isNull()).isTrue();
+    assertThat(result.path("Error").asString()).isEmpty();
+    assertThat(result.path("FailedNodes").toString())
+        .isEqualTo("{\"worker1\":\"2/2 CardInsufficientMemory\",\"worker2\":\"2/2 CardInsufficientMemory\",\"ghost\":\"node unregistered\"}");
+    ClusterHarness.await(() -> !client.v1().events().inNamespace("default").list().getItems().isEmpty(), "an event");
+    var event = client.v1().events().inNamespace("default").list().getItems().get(0);
+    assertThat(event.getReason()).isEqualTo("FilteringFailed");
+    assertThat(event.getMessage()).startsWith("0/3 nodes fit: 2 nodes CardInsufficientMemory(worker1,worker2); 1 nodes node unregistered(ghost)");
+    // No card can take 50000 MiB of its 40960: there is no nearest fix to offer.
+    assertThat(event.getMessage()).doesNotContain("Nearest");
+  }
+
+  @Test
+  void filterWithoutGpusPassesTheCandidatesThrough() throws Exception {
+    Pod plain = cluster.create(gpuPod("default", "plain", Map.of(), Map.of()));
+    JsonNode result = cluster.filter(plain, List.of("worker1", "worker2"));
+    assertThat(result.path("NodeNames").toString()).isEqualTo("[\"worker1\",\"worker2\"]");
+  }
+
+  @Test
+  void bindLocksTheNodeMarksThePodAndPostsTheBinding() throws Exception {
+    Pod pod = cluster.create(gpuPod("default", "p1", Map.of("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"), Map.of()));
+    cluster.filter(pod, List.of("worker1", "worker2"));
+    JsonNode bound = cluster.bind(new PodRef("default", "p1"), "worker1");
+    assertThat(bound.toString()).isEqualTo("{\"Error\":\"\"}");
+    Pod after = client.pods().inNamespace("default").withName("p1").get();
+    assertThat(after.getMetadata().getAnnotations()).containsEntry(HamiAnnotations.BIND_PHASE, "allocating").containsKey(HamiAnnotations.BIND_TIME);
+    assertThat(client.nodes().withName("worker1").get().getMetadata().getAnnotations().get(HamiAnnotations.NODE_LOCK)).endsWith(",default,p1");
+    assertThat(client.bindings().inNamespace("default").withName("p1").get().getTarget().getName()).isEqualTo("worker1");
+
+    // A second pod on the same node waits for the device plugin to finish the first.
+    Pod second = cluster.create(gpuPod("default", "p2", Map.of("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"), Map.of()));
+    cluster.filter(second, List.of("worker1"));
+    assertThat(cluster.bind(new PodRef("default", "p2"), "worker1").path("Error").asString()).isEqualTo("node worker1 has been locked within 5m0s: node lock contention");
+    cluster.completeAllocation(new PodRef("default", "p1"), "worker1");
+    assertThat(cluster.bind(new PodRef("default", "p2"), "worker1").path("Error").asString()).isEmpty();
+  }
+
+  @Test
+  void anExpiredLockIsTakenOver() throws Exception {
+    Pod p1 = cluster.create(gpuPod("default", "p1", Map.of("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"), Map.of()));
+    Pod p2 = cluster.create(gpuPod("default", "p2", Map.of("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"), Map.of()));
+    cluster.filter(p1, List.of("worker1"));
+    cluster.filter(p2, List.of("worker1"));
+    assertThat(cluster.bind(new PodRef("default", "p1"), "worker1").path("Error").asString()).isEmpty();
+    assertThat(cluster.bind(new PodRef("default", "p2"), "worker1").path("Error").asString()).contains("node lock contention");
+    cluster.clock.advance(java.time.Duration.ofMinutes(5).plusSeconds(1));
+    assertThat(cluster.bind(new PodRef("default", "p2"), "worker1").path("Error").asString()).isEmpty();
+  }
+
+  @Test
+  void aNamespaceQuotaBlocksAndFrees() throws Exception {
+    cluster.quota("team-a", new QuotaLimits(20000, QuotaLimits.UNLIMITED));
+    ClusterHarness.await(() -> cluster.server.engine().quota("team-a").limits().memoryMiB() == 20000, "the quota");
+    Pod holder = cluster.create(gpuPod("team-a", "holder", Map.of("nvidia.com/gpu", "1", "nvidia.com/gpumem", "15000"), Map.of()));
+    assertThat(cluster.schedule(holder, List.of("worker1", "worker2"))).isPresent();
+    Pod pct = cluster.create(gpuPod("team-a", "pct", Map.of("nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "25"), Map.of()));
+    JsonNode blocked = cluster.filter(pct, List.of("worker1", "worker2"));
+    assertThat(blocked.path("FailedNodes").path("worker1").asString()).isEqualTo("2/2 ResourceQuotaNotFit");
+    cluster.delete(new PodRef("team-a", "holder"));
+    assertThat(cluster.schedule(pct, List.of("worker1", "worker2"))).contains("worker1");
+  }
+
+  @Test
+  void malformedOrOversizedBodiesAreOneLine400s() throws Exception {
+    var malformed = cluster.post("/filter", "{not json");
+    assertThat(malformed.statusCode()).isEqualTo(400);
+    assertThat(malformed.body()).startsWith("malformed ExtenderArgs JSON: ").doesNotContain("\n\t").endsWith("\n");
+    assertThat(malformed.body().lines().count()).isEqualTo(1);
+    var empty = cluster.post("/bind", "");
+    assertThat(empty.statusCode()).isEqualTo(400);
+    var huge = cluster.post("/filter", "{\"Pod\":\"" + "x".repeat(1 << 20) + "\"}");
+    assertThat(huge.statusCode()).isEqualTo(400);
+    assertThat(cluster.post("/filter", "{}").body()).isEqualTo("{\"Nodes\":null,\"NodeNames\":null,\"FailedNodes\":null,\"FailedAndUnresolvableNodes\":null,\"Error\":\"extender args missing pod\"}");
+  }
+
+  @Test
+  void healthAndReadiness() throws Exception {
+    assertThat(cluster.get("/healthz").statusCode()).isEqualTo(200);
+    assertThat(cluster.get("/readyz").statusCode()).isEqualTo(200);
+  }
+
+  @Test
+  void aDryRunWithNodeObjectsChangesNothing() throws Exception {
+    Pod pod = cluster.create(gpuPod("default", "dry", Map.of("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"), Map.of()));
+    var args = ClusterHarness.JSON.createObjectNode();
+    args.set("Pod", io.vgpu.k8s.pod.PodJson.toTree(pod));
+    var items = args.putObject("Nodes").putArray("items");
+    items.add(ClusterHarness.JSON.valueToTree(client.nodes().withName("worker2").get()));
+    args.putNull("NodeNames");
+    JsonNode result = ClusterHarness.JSON.readTree(cluster.post("/filter", args.toString()).body());
+    assertThat(result.path("Nodes").path("items").get(0).path("metadata").path("name").asString()).isEqualTo("worker2");
+    assertThat(cluster.server.engine().grant(new PodRef("default", "dry"))).isEmpty();
+    assertThat(client.pods().inNamespace("default").withName("dry").get().getMetadata().getAnnotations()).doesNotContainKey(HamiAnnotations.ASSIGNED_NODE);
+  }
+
+  @Test
+  void metricsCarryHamisNamesAndLabels() throws Exception {
+    Pod pod = cluster.create(gpuPod("default", "p1", Map.of("nvidia.com/gpu", "1", "nvidia.com/gpumem", "4096", "nvidia.com/gpucores", "25"), Map.of()));
+    cluster.filter(pod, List.of("worker1"));
+    var response = cluster.http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + cluster.server.metricsPort() + "/metrics")).build(),
+        java.net.http.HttpResponse.BodyHandlers.ofString());
+    assertThat(response.body())
+        .contains("hami_gpu_memory_allocated_bytes{device_cores=\"100\",device_index=\"0\",device_type=\"NVIDIA A100-SXM4-40GB\",device_uuid=\"" + W1 + "00\",node=\"worker1\",zone=\"vGPU\"} 4.294967296E9")
+        .contains("hami_vgpu_core_allocated_ratio{container_index=\"0\",device_uuid=\"" + W1 + "00\",namespace=\"default\",node=\"worker1\",pod=\"p1\",zone=\"vGPU\"} 25.0")
+        .contains("hami_gpu_shared_count{")
+        .contains("vgpu_filter_duration_seconds_bucket")
+        .contains("hami_build_info{");
+  }
+}

@@ -1,0 +1,153 @@
+package io.vgpu.k8s.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.security.cert.X509Certificate;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import javax.net.ssl.SSLSession;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/** Real HTTP and HTTPS round trips on loopback. */
+class HttpServiceTest {
+  private static final InetSocketAddress LOOPBACK = new InetSocketAddress(InetAddress.getLoopbackAddress(), 0);
+
+  private static HttpResponse<String> post(HttpClient client, String url, String body) throws Exception {
+    return client.send(HttpRequest.newBuilder(URI.create(url)).POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+  }
+
+  @Test
+  void routesLimitsAndOneLineErrors() throws Exception {
+    try (HttpService server =
+        HttpService.builder(LOOPBACK)
+            .maxBodyBytes(16)
+            .route("POST", "/echo", r -> HttpService.Response.json(200, r.body()))
+            .route("POST", "/bad", r -> { throw new HttpService.BadRequest("field X: value 'y' is not allowed\nsecond line"); })
+            .route("POST", "/boom", r -> { throw new IllegalStateException("kaput\n\tat some.Frame"); })
+            .start()) {
+      HttpClient client = HttpClient.newHttpClient();
+      String base = "http://127.0.0.1:" + server.port();
+      var echo = post(client, base + "/echo", "{\"a\":1}");
+      assertThat(echo.statusCode()).isEqualTo(200);
+      assertThat(echo.body()).isEqualTo("{\"a\":1}");
+      assertThat(echo.headers().firstValue("Content-Type")).contains("application/json");
+      assertThat(post(client, base + "/echo", "x".repeat(17)).body()).isEqualTo("request body exceeds 16 bytes\n");
+      assertThat(post(client, base + "/bad", "").body()).isEqualTo("field X: value 'y' is not allowed\n");
+      var boom = post(client, base + "/boom", "");
+      assertThat(boom.statusCode()).isEqualTo(500);
+      assertThat(boom.body()).isEqualTo("internal error: kaput\n");
+      assertThat(post(client, base + "/nowhere", "").statusCode()).isEqualTo(404);
+      var get = client.send(HttpRequest.newBuilder(URI.create(base + "/echo")).GET().build(), HttpResponse.BodyHandlers.ofString());
+      assertThat(get.statusCode()).isEqualTo(405);
+    }
+  }
+
+  @Test
+  void parsesBindAddresses() {
+    assertThat(HttpService.parseAddress("--http_bind", "127.0.0.1:8080").getPort()).isEqualTo(8080);
+    assertThat(HttpService.parseAddress("--metrics-bind-address", ":9395").getAddress().isAnyLocalAddress()).isTrue();
+    assertThatThrownBy(() -> HttpService.parseAddress("--http_bind", "localhost"))
+        .hasMessage("--http_bind 'localhost' must be host:port or :port");
+    assertThatThrownBy(() -> HttpService.parseAddress("--http_bind", "x:99999"))
+        .hasMessage("--http_bind 'x:99999' has port 99999 outside 0..65535");
+  }
+
+  @ParameterizedTest
+  @EnumSource(TestCertificates.KeyFormat.class)
+  void servesHttpsFromPemFilesInEveryKeyFormat(TestCertificates.KeyFormat format, @TempDir Path dir) throws Exception {
+    Path cert = dir.resolve("tls.crt");
+    Path key = dir.resolve("tls.key");
+    X509Certificate issued = TestCertificates.write(cert, key, "vgpu-" + format, format);
+    var keys = new ReloadingKeyManager(cert, key, Duration.ofSeconds(1), Clock.systemUTC());
+    try (HttpService server = HttpService.builder(LOOPBACK).tls(keys).route("GET", "/healthz", r -> HttpService.Response.text(200, "ok")).start()) {
+      HttpClient client = HttpClient.newBuilder().sslContext(TestCertificates.trusting(issued)).build();
+      var response = client.send(HttpRequest.newBuilder(URI.create("https://127.0.0.1:" + server.port() + "/healthz")).build(), HttpResponse.BodyHandlers.ofString());
+      assertThat(response.body()).isEqualTo("ok");
+    }
+  }
+
+  @Test
+  void picksUpARotatedCertificateWithoutARestart(@TempDir Path dir) throws Exception {
+    Path cert = dir.resolve("tls.crt");
+    Path key = dir.resolve("tls.key");
+    X509Certificate first = TestCertificates.write(cert, key, "first", TestCertificates.KeyFormat.PKCS1_RSA);
+    MutableClock clock = new MutableClock();
+    var keys = new ReloadingKeyManager(cert, key, Duration.ofSeconds(10), clock);
+    try (HttpService server = HttpService.builder(LOOPBACK).tls(keys).route("GET", "/healthz", r -> HttpService.Response.text(200, "ok")).start()) {
+      String url = "https://127.0.0.1:" + server.port() + "/healthz";
+      assertThat(peerCommonName(first, url)).isEqualTo("CN=first");
+
+      X509Certificate second = TestCertificates.write(cert, key, "second", TestCertificates.KeyFormat.SEC1_EC);
+      Files.setLastModifiedTime(cert, FileTime.from(Instant.now().plusSeconds(5)));
+      clock.advance(Duration.ofSeconds(11));
+      assertThat(peerCommonName(second, url)).isEqualTo("CN=second");
+    }
+  }
+
+  @Test
+  void aBrokenReplacementKeepsThePreviousCertificate(@TempDir Path dir) throws Exception {
+    Path cert = dir.resolve("tls.crt");
+    Path key = dir.resolve("tls.key");
+    TestCertificates.write(cert, key, "first", TestCertificates.KeyFormat.PKCS8_RSA);
+    var keys = new ReloadingKeyManager(cert, key, Duration.ZERO, Clock.systemUTC());
+    Files.writeString(key, "not a key", StandardCharsets.US_ASCII);
+    Files.setLastModifiedTime(key, FileTime.from(Instant.now().plusSeconds(5)));
+    assertThat(keys.reloadIfChanged()).isFalse();
+    assertThat(keys.getPrivateKey("vgpu")).isNotNull();
+  }
+
+  @Test
+  void missingKeyBlockIsNamed(@TempDir Path dir) throws Exception {
+    Path cert = dir.resolve("tls.crt");
+    Path key = dir.resolve("tls.key");
+    TestCertificates.write(cert, key, "x", TestCertificates.KeyFormat.PKCS8_RSA);
+    Files.writeString(key, "hello");
+    assertThatThrownBy(() -> PemCredentials.read(cert, key))
+        .hasMessage(key + ": no PRIVATE KEY, RSA PRIVATE KEY or EC PRIVATE KEY block found");
+  }
+
+  private static String peerCommonName(X509Certificate trusted, String url) throws Exception {
+    HttpClient client = HttpClient.newBuilder().sslContext(TestCertificates.trusting(trusted)).build();
+    HttpResponse<String> response = client.send(HttpRequest.newBuilder(URI.create(url)).build(), HttpResponse.BodyHandlers.ofString());
+    SSLSession session = response.sslSession().orElseThrow();
+    return ((X509Certificate) session.getPeerCertificates()[0]).getSubjectX500Principal().getName();
+  }
+
+  private static final class MutableClock extends Clock {
+    private Instant now = Instant.now();
+
+    void advance(Duration d) {
+      now = now.plus(d);
+    }
+
+    @Override
+    public java.time.ZoneId getZone() {
+      return java.time.ZoneOffset.UTC;
+    }
+
+    @Override
+    public Clock withZone(java.time.ZoneId zone) {
+      return this;
+    }
+
+    @Override
+    public Instant instant() {
+      return now;
+    }
+  }
+}

@@ -1,0 +1,102 @@
+package io.vgpu.k8s.server;
+
+import java.io.StringWriter;
+import java.math.BigInteger;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.KeyPair;
+import java.security.KeyPairGenerator;
+import java.security.KeyStore;
+import java.security.cert.X509Certificate;
+import java.security.spec.ECGenParameterSpec;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Date;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.TrustManagerFactory;
+import org.bouncycastle.asn1.ASN1Encodable;
+import org.bouncycastle.asn1.pkcs.PrivateKeyInfo;
+import org.bouncycastle.asn1.sec.ECPrivateKey;
+import org.bouncycastle.asn1.x500.X500Name;
+import org.bouncycastle.asn1.x509.Extension;
+import org.bouncycastle.asn1.x509.GeneralName;
+import org.bouncycastle.asn1.x509.GeneralNames;
+import org.bouncycastle.cert.jcajce.JcaX509CertificateConverter;
+import org.bouncycastle.cert.jcajce.JcaX509v3CertificateBuilder;
+import org.bouncycastle.openssl.jcajce.JcaPEMWriter;
+import org.bouncycastle.openssl.jcajce.JcaPKCS8Generator;
+import org.bouncycastle.operator.jcajce.JcaContentSignerBuilder;
+import org.bouncycastle.util.io.pem.PemObject;
+
+/** Self-signed certificates for 127.0.0.1 written as PEM in the formats Kubernetes tooling uses. */
+final class TestCertificates {
+  enum KeyFormat {
+    PKCS8_RSA,
+    PKCS1_RSA,
+    SEC1_EC
+  }
+
+  private TestCertificates() {}
+
+  static X509Certificate write(Path cert, Path key, String commonName, KeyFormat format) throws Exception {
+    KeyPair pair;
+    String signature;
+    if (format == KeyFormat.SEC1_EC) {
+      KeyPairGenerator g = KeyPairGenerator.getInstance("EC");
+      g.initialize(new ECGenParameterSpec("secp256r1"));
+      pair = g.generateKeyPair();
+      signature = "SHA256withECDSA";
+    } else {
+      KeyPairGenerator g = KeyPairGenerator.getInstance("RSA");
+      g.initialize(2048);
+      pair = g.generateKeyPair();
+      signature = "SHA256withRSA";
+    }
+    Instant now = Instant.now();
+    X500Name name = new X500Name("CN=" + commonName);
+    var builder =
+        new JcaX509v3CertificateBuilder(
+            name, BigInteger.valueOf(now.toEpochMilli()), Date.from(now.minus(Duration.ofDays(1))), Date.from(now.plus(Duration.ofDays(1))), name, pair.getPublic());
+    builder.addExtension(Extension.subjectAlternativeName, false, new GeneralNames(new GeneralName(GeneralName.iPAddress, "127.0.0.1")));
+    X509Certificate certificate =
+        new JcaX509CertificateConverter().getCertificate(builder.build(new JcaContentSignerBuilder(signature).build(pair.getPrivate())));
+    Files.writeString(cert, pem(certificate));
+    Object keyPem =
+        switch (format) {
+          case PKCS8_RSA -> new JcaPKCS8Generator(pair.getPrivate(), null).generate();
+          case PKCS1_RSA -> pair.getPrivate();
+          case SEC1_EC -> sec1WithCurve(pair);
+        };
+    Files.writeString(key, pem(keyPem));
+    return certificate;
+  }
+
+  /** SEC1 as openssl writes it: the curve inside the key's [0] parameters. */
+  private static PemObject sec1WithCurve(KeyPair pair) throws Exception {
+    PrivateKeyInfo info = PrivateKeyInfo.getInstance(pair.getPrivate().getEncoded());
+    ASN1Encodable curve = info.getPrivateKeyAlgorithm().getParameters();
+    ECPrivateKey parsed = ECPrivateKey.getInstance(info.parsePrivateKey());
+    ECPrivateKey withCurve = new ECPrivateKey(256, parsed.getKey(), parsed.getPublicKey(), curve);
+    return new PemObject("EC PRIVATE KEY", withCurve.getEncoded());
+  }
+
+  private static String pem(Object object) throws Exception {
+    StringWriter out = new StringWriter();
+    try (JcaPEMWriter writer = new JcaPEMWriter(out)) {
+      writer.writeObject(object);
+    }
+    return out.toString();
+  }
+
+  /** A client context trusting exactly this certificate. */
+  static SSLContext trusting(X509Certificate certificate) throws Exception {
+    KeyStore store = KeyStore.getInstance(KeyStore.getDefaultType());
+    store.load(null, null);
+    store.setCertificateEntry("server", certificate);
+    TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+    tmf.init(store);
+    SSLContext context = SSLContext.getInstance("TLS");
+    context.init(null, tmf.getTrustManagers(), null);
+    return context;
+  }
+}

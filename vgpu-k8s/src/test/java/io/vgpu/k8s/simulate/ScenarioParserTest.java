@@ -1,0 +1,136 @@
+package io.vgpu.k8s.simulate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.vgpu.api.Device;
+import io.vgpu.api.PodRef;
+import io.vgpu.core.QuotaLimits;
+import io.vgpu.k8s.config.DeviceConfig;
+import io.vgpu.k8s.yaml.InputException;
+import io.vgpu.k8s.yaml.YamlReader;
+import java.util.Map;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+class ScenarioParserTest {
+  private final ScenarioParser parser = new ScenarioParser(Set.of());
+
+  private Scenario parse(String yaml) {
+    return parser.parse(YamlReader.read(yaml, "s.yaml"));
+  }
+
+  private void fails(String yaml, String message) {
+    assertThatThrownBy(() -> parse(yaml)).isInstanceOf(InputException.class).hasMessage(message);
+  }
+
+  @Test
+  void anEmptyScenarioHasHamisDefaults() {
+    Scenario s = parse("events: []\n");
+    assertThat(s.config()).isEqualTo(DeviceConfig.DEFAULT);
+    assertThat(s.nodes()).isEmpty();
+    assertThat(s.quotas()).isEmpty();
+  }
+
+  @Test
+  void profileNodesGetTheDefaultUuidPrefixOfTheirPositionAndTheHostnameLabel() {
+    Scenario s = parse("nodes:\n  - {name: a}\n  - {name: b, gpus: {profile: T4, count: 2, numa: 1}}\n");
+    NodeSpec b = s.nodes().get(1);
+    assertThat(b.devices())
+        .containsExactly(
+            new Device("GPU-00000001-0000-0000-0000-000000000000", 0, "Tesla T4", 15360, 1, true, "00000000:01:00.0"),
+            new Device("GPU-00000001-0000-0000-0000-000000000001", 1, "Tesla T4", 15360, 1, true, "00000000:02:00.0"));
+    assertThat(b.labels()).containsEntry("kubernetes.io/hostname", "b");
+    assertThat(s.nodes().get(0).devices()).isEmpty();
+  }
+
+  @Test
+  void explicitDevicesDefaultToHealthyAtTheirListPosition() {
+    Scenario s =
+        parse(
+            "nodes:\n  - name: w\n    annotations: {hami.io/device-cordon: \"GPU-b, \"}\n    devices:\n"
+                + "      - {uuid: GPU-a, model: NVIDIA L4, memoryMiB: 23034}\n"
+                + "      - {uuid: GPU-b, model: NVIDIA L4, memoryMiB: 23034, numa: 1, health: false, index: 7}\n");
+    assertThat(s.nodes().get(0).devices())
+        .containsExactly(new Device("GPU-a", 0, "NVIDIA L4", 23034, 0, true, ""), new Device("GPU-b", 7, "NVIDIA L4", 23034, 1, false, ""));
+    assertThat(s.nodes().get(0).cordoned()).containsExactly("GPU-b");
+  }
+
+  @Test
+  void refusesInconsistentNodes() {
+    fails("nodes: [{name: a}, {name: a}]\n", "s.yaml:1:27: nodes[1].name: node 'a' is listed twice");
+    fails(
+        "nodes:\n  - {name: a, gpus: {profile: T4, uuidPrefix: GPU-x}}\n  - {name: b, gpus: {profile: T4, uuidPrefix: GPU-x}}\n",
+        "s.yaml:3:5: nodes[1]: device GPU-x00 is also on node a");
+    fails("nodes: [{name: a, gpus: {profile: T4}, devices: []}]\n", "s.yaml:1:9: nodes[0]: give either gpus or devices, not both");
+    fails("nodes: [{name: a, gpus: {profile: T4, count: 101}}]\n", "s.yaml:1:46: nodes[0].gpus.count: 101 is out of range [0, 100]");
+    fails("nodes: [{name: a, devices: [{uuid: x, model: m}]}]\n", "s.yaml:1:29: nodes[0].devices[0]: missing required key 'memoryMiB'");
+  }
+
+  @Test
+  void readsQuotasMergingPerNamespaceAndIgnoringKeysHamiDoesNotTrack() {
+    Scenario s =
+        parse(
+            "resourceQuotas:\n"
+                + "  - {namespace: a, hard: {limits.nvidia.com/gpumem: \"20000\", limits.nvidia.com/gpu: 4, pods: 10}}\n"
+                + "  - {namespace: a, name: cores, hard: {limits.nvidia.com/gpucores: 200}}\n"
+                + "  - {namespace: b, hard: {limits.nvidia.com/gpumem: 1Ki}}\n");
+    assertThat(s.quotas()).containsExactly(Map.entry("a", new QuotaLimits(20000, 200)), Map.entry("b", new QuotaLimits(1024, QuotaLimits.UNLIMITED)));
+  }
+
+  @Test
+  void refusesQuotaValuesThatAreNotWholeNumbers() {
+    fails("resourceQuotas: [{namespace: a, hard: {limits.nvidia.com/gpumem: 1.5}}]\n",
+        "s.yaml:1:66: resourceQuotas[0].hard.limits.nvidia.com/gpumem: '1.5' must be a non-negative whole number");
+    fails("resourceQuotas: [{namespace: a, hard: {pods: lots}}]\n", "s.yaml:1:46: resourceQuotas[0].hard.pods: 'lots' is not a valid quantity");
+  }
+
+  @Test
+  void readsEventsAndAppliesSetConfigCumulatively() {
+    Scenario s =
+        parse(
+            "config: {deviceSplitCount: 4}\nevents:\n"
+                + "  - create: {metadata: {name: p, namespace: ns}, spec: {containers: [{name: c}]}}\n"
+                + "  - delete: p\n"
+                + "  - delete: ns/p\n"
+                + "  - setConfig: {deviceMemoryScaling: 2}\n"
+                + "  - setConfig: {nodeSchedulerPolicy: spread}\n");
+    assertThat(s.events()).extracting(ScenarioEvent::describe)
+        .containsExactly("create ns/p", "delete default/p", "delete ns/p", "setConfig deviceMemoryScaling=2", "setConfig nodeSchedulerPolicy=spread");
+    ScenarioEvent.SetConfig last = (ScenarioEvent.SetConfig) s.events().get(4);
+    assertThat(last.config().deviceSplitCount()).isEqualTo(4);
+    assertThat(last.config().deviceMemoryScaling()).isEqualTo(2.0);
+    assertThat(last.config().nodeSchedulerPolicy()).isEqualTo("spread");
+    assertThat(((ScenarioEvent.Create) s.events().get(0)).ref()).isEqualTo(new PodRef("ns", "p"));
+    assertThat(s.events().get(1).position()).hasToString("s.yaml:4:5");
+  }
+
+  @Test
+  void refusesMalformedEvents() {
+    fails("events: [{create: {}, delete: p}]\n", "s.yaml:1:10: events[0]: an event has exactly one of create, delete, setConfig");
+    fails("events: [{restart: p}]\n", "s.yaml:1:11: unknown key 'restart' in events[0] (known keys: create, delete, setConfig)");
+    fails("events: [{delete: a/b/}]\n", "s.yaml:1:19: events[0].delete: 'a/b/' is not a pod name or namespace/name");
+    fails("events: [{delete: /b}]\n", "s.yaml:1:19: events[0].delete: '/b' is not a pod name or namespace/name");
+    fails("events: [{create: {kind: Node, metadata: {name: n}}}]\n", "s.yaml:1:26: events[0].create.kind: expected Pod, got 'Node'");
+    fails("events: [{create: {spec: {containers: []}}}]\n", "s.yaml:1:19: events[0].create: missing required key 'metadata'");
+    fails("events: [{setConfig: {deviceSplitCount: x}}]\n", "s.yaml:1:41: events[0].setConfig.deviceSplitCount: expected a whole number, got 'x'");
+  }
+
+  @Test
+  void acceptsAnyPodFieldButChecksQuantitiesOfEveryContainer() {
+    Scenario s =
+        parse(
+            "events:\n  - create:\n      apiVersion: v1\n      kind: Pod\n      metadata: {name: p, labels: {app: x}}\n"
+                + "      spec: {priorityClassName: high, tolerations: [{operator: Exists}], containers: [{name: c, image: busybox}]}\n");
+    assertThat(((ScenarioEvent.Create) s.events().get(0)).pod().getSpec().getPriorityClassName()).isEqualTo("high");
+    fails(
+        "events: [{create: {metadata: {name: p}, spec: {initContainers: [{name: i, resources: {requests: {cpu: 1x}}}], containers: [{name: c}]}}}]\n",
+        "s.yaml:1:103: events[0].create.spec.initContainers[0].resources.requests.cpu: '1x' is not a valid quantity");
+  }
+
+  @Test
+  void readsJsonScenarios() {
+    Scenario s = parser.parse(YamlReader.read("{\"nodes\": [{\"name\": \"w\", \"gpus\": {\"profile\": \"H200\"}}]}", "s.json"));
+    assertThat(s.nodes().get(0).devices()).extracting(Device::memoryMiB).containsExactly(143771L);
+  }
+}

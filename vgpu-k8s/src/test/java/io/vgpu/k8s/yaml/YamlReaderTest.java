@@ -1,0 +1,101 @@
+package io.vgpu.k8s.yaml;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.vgpu.k8s.pod.PodJson;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import tools.jackson.core.JacksonException;
+
+class YamlReaderTest {
+
+  @Test
+  void keepsEveryValuesPositionAndText() {
+    YamlMap root = YamlReader.read("a: 1\nb: \"20000\"\nc:\n  d: [x, 1.50, true, null]\n", "f.yaml").asMap("root");
+    YamlScalar a = root.require("a", "root").asScalar("a");
+    assertThat(a.text()).isEqualTo("1");
+    assertThat(a.kind()).isEqualTo(YamlScalar.Kind.INTEGER);
+    assertThat(a.position()).hasToString("f.yaml:1:4");
+    YamlScalar b = root.require("b", "root").asScalar("b");
+    assertThat(b.kind()).isEqualTo(YamlScalar.Kind.STRING);
+    List<YamlNode> d = root.require("c", "root").asMap("c").require("d", "c").asList("d").items();
+    assertThat(d).extracting(n -> ((YamlScalar) n).text()).containsExactly("x", "1.50", "true", "");
+    assertThat(d).extracting(n -> ((YamlScalar) n).kind())
+        .containsExactly(YamlScalar.Kind.STRING, YamlScalar.Kind.DECIMAL, YamlScalar.Kind.BOOLEAN, YamlScalar.Kind.NULL);
+    assertThat(d.get(1).position()).hasToString("f.yaml:4:10");
+    assertThat(root.entries().get("c").keyPosition()).hasToString("f.yaml:3:1");
+  }
+
+  @Test
+  void readsJsonWithPositions() {
+    YamlMap root = YamlReader.read("{\n  \"a\": {\"b\": 7}\n}", "f.json").asMap("root");
+    assertThat(root.require("a", "").asMap("a").require("b", "a").position()).hasToString("f.json:2:14");
+  }
+
+  @Test
+  void reportsUnknownKeysWithTheirPositionAndTheKnownOnes() {
+    YamlMap root = YamlReader.read("name: x\nlables: {}\n", "s.yaml").asMap("root");
+    assertThatThrownBy(() -> root.requireKnownKeys("nodes[0]", List.of("name", "labels")))
+        .isInstanceOf(InputException.class)
+        .hasMessage("s.yaml:2:1: unknown key 'lables' in nodes[0] (known keys: name, labels)");
+  }
+
+  @Test
+  void reportsWrongTypesNamingFieldAndValue() {
+    YamlMap root = YamlReader.read("count: two\nlist: 3\n", "s.yaml").asMap("root");
+    assertThatThrownBy(() -> root.require("count", "").asScalar("gpus.count").asInt("gpus.count", 0, 100))
+        .hasMessage("s.yaml:1:8: gpus.count: expected a whole number, got 'two'");
+    assertThatThrownBy(() -> root.require("list", "").asList("nodes")).hasMessage("s.yaml:2:7: nodes: expected a list, got '3'");
+    assertThatThrownBy(() -> root.require("missing", "gpus")).hasMessage("s.yaml:1:1: gpus: missing required key 'missing'");
+  }
+
+  @Test
+  void rejectsDuplicateKeysSyntaxErrorsExtraDocumentsAndEmptyFiles() {
+    assertThatThrownBy(() -> YamlReader.read("a: 1\na: 2\n", "s.yaml")).hasMessage("s.yaml:2:1: duplicate key 'a'");
+    assertThatThrownBy(() -> YamlReader.read("a: [1, 2\n", "s.yaml"))
+        .isInstanceOf(InputException.class)
+        .hasMessageStartingWith("s.yaml:")
+        .hasMessageContaining("not well-formed");
+    assertThatThrownBy(() -> YamlReader.read("a: 1\n---\nb: 2\n", "s.yaml")).hasMessageContaining("expected one document");
+    assertThatThrownBy(() -> YamlReader.read("# nothing\n", "s.yaml")).hasMessage("s.yaml:1:1: the document is empty");
+  }
+
+  @Test
+  void reportsAMissingFileInOneLine(@TempDir Path dir) {
+    assertThatThrownBy(() -> YamlReader.read(dir.resolve("nope.yaml"))).hasMessage(dir.resolve("nope.yaml") + ": no such file");
+  }
+
+  @Test
+  void readsFiles(@TempDir Path dir) throws Exception {
+    Path file = dir.resolve("s.yaml");
+    Files.writeString(file, "a: 1\n");
+    assertThat(YamlReader.read(file).position().file()).isEqualTo(file.toString());
+  }
+
+  @Test
+  void locatesTheValueABindingErrorPointsAt() {
+    YamlNode root = YamlReader.read("metadata: {name: p}\nspec:\n  containers: 5\n", "p.yaml");
+    JacksonException error = null;
+    try {
+      PodJson.fromTree(JacksonTrees.toJson(root));
+    } catch (JacksonException e) {
+      error = e;
+    }
+    assertThat(error).isNotNull();
+    assertThat(JacksonTrees.locate(root, error)).hasToString("p.yaml:3:15");
+    assertThat(JacksonTrees.describePath(error)).isEqualTo("spec.containers");
+  }
+
+  @Test
+  void convertsToJacksonKeepingNumbersExact() {
+    Pod pod = PodJson.fromTree(JacksonTrees.toJson(YamlReader.read(
+        "metadata: {name: p}\nspec: {containers: [{name: c, resources: {limits: {a: 1.50, b: 010}}}]}\n", "p.yaml")));
+    assertThat(pod.getSpec().getContainers().get(0).getResources().getLimits().get("a")).hasToString("1.50");
+    assertThat(pod.getSpec().getContainers().get(0).getResources().getLimits().get("b")).hasToString("010");
+  }
+}

@@ -1,0 +1,219 @@
+/*
+ * Internals of the mock libcuda.so.1. Device memory is host address space reserved per allocation
+ * (MAP_NORESERVE: pages exist only once a copy touches them) and counted against the device's budget
+ * in the shared mock state; kernels do nothing but occupy their device on the shared virtual clock.
+ */
+#ifndef VGPU_MOCK_CUDA_INTERNAL_H
+#define VGPU_MOCK_CUDA_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/ptrmap.h"
+#include "cuda_api.h" /* generated prototypes */
+#include "mock/config.h"
+#include "mock/state.h"
+
+#define MOCK_CONTEXT_MAGIC 0x43545831u
+#define MOCK_STREAM_MAGIC 0x53545231u
+#define MOCK_EVENT_MAGIC 0x45564e31u
+#define MOCK_MODULE_MAGIC 0x4d4f4431u
+#define MOCK_FUNCTION_MAGIC 0x46554e31u
+#define MOCK_LIBRARY_MAGIC 0x4c494231u
+#define MOCK_ARRAY_MAGIC 0x41525231u
+#define MOCK_MIPMAP_MAGIC 0x4d49505du
+#define MOCK_POOL_MAGIC 0x504f4f31u
+#define MOCK_VMM_MAGIC 0x564d4d31u
+#define MOCK_DEAD_MAGIC 0xdeadbeefu
+
+#define MOCK_VMM_GRANULARITY (2ULL << 20)
+#define MOCK_CONTEXT_STACK_DEPTH 32
+
+struct mock_context;
+
+struct mock_stream {
+    uint32_t magic;
+    struct mock_context *context;
+    unsigned flags;
+    int priority;
+    bool per_thread;
+    uint64_t id;
+    _Atomic uint64_t last_end_ns; /* virtual time at which the work queued so far completes */
+    struct mock_stream *next;     /* in context->streams */
+};
+
+struct mock_event {
+    uint32_t magic;
+    unsigned flags;
+    bool recorded;
+    uint64_t time_ns; /* CLOCK_MONOTONIC time the event completes */
+    struct mock_event *next;
+    struct mock_context *context;
+};
+
+struct mock_context {
+    uint32_t magic;
+    int ordinal;                     /* CUDA ordinal, after visibility filters */
+    unsigned physical;               /* physical device index */
+    unsigned flags;
+    bool primary;
+    bool active;                     /* primary contexts are inactive until retained */
+    int primary_retains;
+    uint64_t id;
+    _Atomic uint64_t last_end_ns;    /* latest completion among all streams of this context */
+    uint64_t charged_bytes;          /* context memory booked on the device */
+    size_t limits[CU_LIMIT_MAX];
+    CUfunc_cache cache_config;
+    struct mock_stream legacy_stream;
+    pthread_mutex_t lock;            /* guards the lists below */
+    struct mock_stream *streams;
+    struct mock_event *events;
+    struct mock_module *modules;
+};
+
+struct mock_function {
+    uint32_t magic;
+    struct mock_module *module;
+    char name[256];
+    int max_dynamic_shared;
+    int carveout;
+    CUfunc_cache cache_config;
+    struct mock_function *next;
+};
+
+struct mock_module {
+    uint32_t magic;
+    struct mock_context *context;    /* NULL for a library's module */
+    char **entries;                  /* kernel names found in PTX text; NULL = any name accepted */
+    unsigned entry_count;
+    pthread_mutex_t lock;
+    struct mock_function *functions;
+    struct mock_module *next;
+};
+
+struct mock_library {
+    uint32_t magic;
+    struct mock_module module;
+};
+
+enum mock_allocation_kind {
+    MOCK_ALLOC_DEVICE,
+    MOCK_ALLOC_MANAGED,
+    MOCK_ALLOC_POOL,
+    MOCK_ALLOC_HOST,
+    MOCK_ALLOC_HOST_REGISTERED,
+    MOCK_ALLOC_VMM_RANGE,
+};
+
+struct mock_pool {
+    uint32_t magic;
+    int ordinal;
+    CUmemPoolProps props;
+    uint64_t release_threshold;
+    int reuse_flags[3];
+    _Atomic uint64_t used_current;
+    _Atomic uint64_t used_high;
+};
+
+struct mock_allocation {
+    CUdeviceptr base;
+    size_t size;
+    size_t mapped_size;              /* bytes of address space mapped, 0 if the caller owns the memory */
+    enum mock_allocation_kind kind;
+    int ordinal;                     /* -1 for host memory */
+    struct mock_context *context;
+    struct mock_pool *pool;
+    unsigned host_flags;
+    uint64_t buffer_id;
+};
+
+struct mock_array {
+    uint32_t magic;
+    CUDA_ARRAY3D_DESCRIPTOR descriptor;
+    size_t element_bytes;
+    size_t bytes;
+    char *data;
+    int ordinal;
+    struct mock_context *context;
+    bool owns_data;                  /* false for a level of a mipmapped array */
+    uint64_t charged_bytes;
+};
+
+struct mock_mipmap {
+    uint32_t magic;
+    unsigned levels;
+    struct mock_array *level_arrays;
+    char *data;
+    size_t bytes;
+    int ordinal;
+    struct mock_context *context;
+};
+
+/* Physical memory of the virtual memory management API: a sparse memfd that cuMemMap maps. */
+struct mock_vmm_allocation {
+    uint32_t magic;
+    int fd;
+    size_t size;
+    int ordinal;
+    bool charged;
+    CUmemAllocationProp prop;
+    _Atomic int references;          /* the handle itself + each mapping */
+};
+
+struct mock_driver {
+    _Atomic int initialized;
+    const struct mock_config *config;
+    struct mock_state *state;
+    struct mock_state_process *process;
+    int count;                                           /* CUDA-visible devices */
+    const struct mock_device *devices[MOCK_MAX_DEVICES]; /* by CUDA ordinal */
+    struct mock_context primary[MOCK_MAX_DEVICES];
+    struct mock_pool default_pool[MOCK_MAX_DEVICES];
+    struct mock_pool *current_pool[MOCK_MAX_DEVICES];
+    pthread_mutex_t memory_lock;                         /* guards allocations and mappings */
+    struct vgpu_ptrmap allocations;                      /* base address -> struct mock_allocation */
+    struct vgpu_ptrmap vmm_mappings;                     /* mapped address -> struct mock_vmm_mapping */
+    _Atomic uint64_t next_id;
+};
+
+extern struct mock_driver mock_driver;
+
+#define MOCK_REQUIRE_INIT()                                                                        \
+    do {                                                                                           \
+        if (!atomic_load_explicit(&mock_driver.initialized, memory_order_acquire))                 \
+            return CUDA_ERROR_NOT_INITIALIZED;                                                     \
+    } while (0)
+
+static inline bool mock_ordinal_valid(CUdevice ordinal) { return ordinal >= 0 && ordinal < mock_driver.count; }
+static inline unsigned mock_physical(int ordinal) { return mock_driver.devices[ordinal]->physical_index; }
+static inline bool mock_device_lost(int ordinal) {
+    return atomic_load_explicit(&mock_driver.state->devices[mock_physical(ordinal)].lost, memory_order_relaxed) != 0;
+}
+static inline uint64_t mock_capacity_bytes(int ordinal) { return mock_driver.devices[ordinal]->profile->memory_mib << 20; }
+static inline uint64_t mock_next_id(void) { return atomic_fetch_add(&mock_driver.next_id, 1) + 1; }
+
+/* Contexts and streams (cuda_context.c). */
+struct mock_context *mock_current_context(void);
+CUresult mock_require_context(struct mock_context **context);
+CUresult mock_resolve_stream(CUstream handle, bool per_thread_default, struct mock_stream **stream);
+void mock_context_init_primary(int ordinal);
+void mock_wait_until(uint64_t time_ns);
+void mock_stream_mark(struct mock_stream *stream, uint64_t end_ns);
+/* Releases every resource owned by a context (memory, streams, events, modules). */
+void mock_context_release_resources(struct mock_context *context);
+
+/* Memory (cuda_memory.c). */
+CUresult mock_allocate_device(CUdeviceptr *pointer, size_t bytes, int ordinal, enum mock_allocation_kind kind,
+                              struct mock_context *context, struct mock_pool *pool);
+CUresult mock_free_allocation(CUdeviceptr pointer);
+void mock_free_context_allocations(struct mock_context *context);
+/* The allocation containing address, or NULL. Caller holds memory_lock. */
+struct mock_allocation *mock_find_allocation(CUdeviceptr address);
+struct mock_array *mock_array_from_handle(CUarray handle);
+
+/* Modules (cuda_module.c). */
+void mock_module_destroy(struct mock_module *module);
+
+#endif

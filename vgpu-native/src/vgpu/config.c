@@ -1,0 +1,261 @@
+/* The limits of this container: HAMi-core's environment contract, or the read-only limits file that
+ * overrides it. A value that cannot be read is an error, never "no limit". */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/parse.h"
+#include "vgpu/vgpu.h"
+
+#ifndef VGPU_SYSTEM_LIMITS_FILE
+#define VGPU_SYSTEM_LIMITS_FILE "/etc/vgpu/limits"
+#endif
+
+extern char **environ;
+
+static const char *const PLAIN_KEYS[] = {
+    "CUDA_DEVICE_MEMORY_LIMIT",  "CUDA_DEVICE_SM_LIMIT", "CUDA_DEVICE_MEMORY_SHARED_CACHE", "GPU_CORE_UTILIZATION_POLICY",
+    "CUDA_DISABLE_CONTROL",      "CUDA_TASK_PRIORITY",   "CUDA_OVERSUBSCRIBE",              "LIBCUDA_LOG_LEVEL",
+};
+static const char *const INDEXED_KEYS[] = {"CUDA_DEVICE_MEMORY_LIMIT_", "CUDA_DEVICE_SM_LIMIT_"};
+
+#define MAX_SETTINGS 64
+
+struct setting {
+    char key[64];
+    char value[512];
+};
+
+struct settings {
+    struct setting items[MAX_SETTINGS];
+    int count;
+    char origin[560]; /* for messages: "environment" or "limits file /etc/vgpu/limits" */
+};
+
+static char error_line[900];
+
+static bool fail(const char *format, ...) __attribute__((format(printf, 1, 2)));
+static bool fail(const char *format, ...) {
+    va_list arguments;
+    va_start(arguments, format);
+    vsnprintf(error_line, sizeof error_line, format, arguments);
+    va_end(arguments);
+    return false;
+}
+
+static bool is_plain_key(const char *key) {
+    for (unsigned i = 0; i < sizeof PLAIN_KEYS / sizeof PLAIN_KEYS[0]; i++)
+        if (strcmp(key, PLAIN_KEYS[i]) == 0) return true;
+    return false;
+}
+
+/* True for every name this contract owns, including malformed indexed ones such as
+ * CUDA_DEVICE_MEMORY_LIMIT_X (which must be reported, not ignored). */
+static bool is_contract_key(const char *key) {
+    if (is_plain_key(key)) return true;
+    for (unsigned i = 0; i < sizeof INDEXED_KEYS / sizeof INDEXED_KEYS[0]; i++)
+        if (strncmp(key, INDEXED_KEYS[i], strlen(INDEXED_KEYS[i])) == 0) return true;
+    return false;
+}
+
+static bool add_setting(struct settings *settings, const char *key, size_t key_length, const char *value) {
+    if (key_length >= sizeof settings->items[0].key || strlen(value) >= sizeof settings->items[0].value)
+        return fail("%.*s is too long (from %s)", (int)key_length, key, settings->origin);
+    for (int i = 0; i < settings->count; i++)
+        if (strncmp(settings->items[i].key, key, key_length) == 0 && settings->items[i].key[key_length] == '\0')
+            return fail("%.*s is set twice in %s", (int)key_length, key, settings->origin);
+    if (settings->count == MAX_SETTINGS) return fail("more than %d settings in %s", MAX_SETTINGS, settings->origin);
+    struct setting *item = &settings->items[settings->count++];
+    memcpy(item->key, key, key_length);
+    item->key[key_length] = '\0';
+    vgpu_copy_string(item->value, value, sizeof item->value);
+    return true;
+}
+
+/* The name of an environment entry that sets a limit (LIBCUDA_LOG_LEVEL is read by the log module);
+ * false for every other entry. */
+static bool limit_key_of(const char *entry, char *key, size_t size, const char **value) {
+    const char *equals = strchr(entry, '=');
+    size_t length = equals != NULL ? (size_t)(equals - entry) : 0;
+    if (equals == NULL || length >= size) return false;
+    memcpy(key, entry, length);
+    key[length] = '\0';
+    *value = equals + 1;
+    return is_contract_key(key) && strcmp(key, "LIBCUDA_LOG_LEVEL") != 0;
+}
+
+static bool read_environment(struct settings *settings) {
+    vgpu_copy_string(settings->origin, "environment", sizeof settings->origin);
+    for (char **entry = environ; entry != NULL && *entry != NULL; entry++) {
+        char key[96];
+        const char *value = NULL;
+        if (limit_key_of(*entry, key, sizeof key, &value) && !add_setting(settings, key, strlen(key), value)) return false;
+    }
+    return true;
+}
+
+/* KEY=VALUE per line; '#' comments and blank lines ignored; every key must belong to the contract. */
+static bool read_limits_file(const char *path, struct settings *settings) {
+    snprintf(settings->origin, sizeof settings->origin, "limits file %s", path);
+    FILE *file = fopen(path, "re");
+    if (file == NULL) return fail("cannot read limits file %s: %s", path, strerror(errno));
+    char line[1024];
+    int number = 0;
+    bool ok = true;
+    while (ok && fgets(line, sizeof line, file) != NULL) {
+        number++;
+        char *text = vgpu_trim(line);
+        if (*text == '\0' || *text == '#') continue;
+        char *equals = strchr(text, '=');
+        if (equals == NULL) {
+            ok = fail("limits file %s line %d is not KEY=VALUE: \"%.80s\"", path, number, text);
+            break;
+        }
+        *equals = '\0';
+        char *key = vgpu_trim(text), *value = vgpu_trim(equals + 1);
+        if (!is_contract_key(key)) {
+            ok = fail("limits file %s line %d: unknown key %.64s", path, number, key);
+            break;
+        }
+        ok = add_setting(settings, key, strlen(key), value);
+    }
+    fclose(file);
+    return ok;
+}
+
+static bool parse_index(const char *key, const char *prefix, int *index) {
+    uint64_t value = 0;
+    if (!vgpu_parse_uint(key + strlen(prefix), VGPU_MAX_DEVICES - 1, &value)) return false;
+    *index = (int)value;
+    return true;
+}
+
+static bool apply_sm_limit(const char *value, unsigned *limit) {
+    uint64_t percent = 0;
+    if (!vgpu_parse_uint(value, 100, &percent)) return false;
+    *limit = percent >= 100 ? 0 : (unsigned)percent; /* 0 and 100 both mean: no compute limit */
+    return true;
+}
+
+/* Applies one setting; explicit per-device values override the all-device ones afterwards. */
+static bool apply(const struct setting *item, struct vgpu_config *config, bool *memory_set, bool *sm_set,
+                  const char *origin) {
+    const char *key = item->key, *value = item->value;
+    int index = 0;
+    uint64_t bytes = 0;
+    bool flag = false;
+    long number = 0;
+    if (strcmp(key, "CUDA_DEVICE_MEMORY_LIMIT") == 0) {
+        if (!vgpu_parse_size(value, &bytes)) goto bad_size;
+        for (int i = 0; i < VGPU_MAX_DEVICES; i++)
+            if (!memory_set[i]) config->memory_limit[i] = bytes;
+    } else if (strncmp(key, "CUDA_DEVICE_MEMORY_LIMIT_", 25) == 0) {
+        if (!parse_index(key, "CUDA_DEVICE_MEMORY_LIMIT_", &index))
+            return fail("%s=%s (from %s): the suffix must be a device index 0-%d", key, value, origin, VGPU_MAX_DEVICES - 1);
+        if (!vgpu_parse_size(value, &bytes)) goto bad_size;
+        config->memory_limit[index] = bytes;
+        memory_set[index] = true;
+    } else if (strcmp(key, "CUDA_DEVICE_SM_LIMIT") == 0) {
+        unsigned limit = 0;
+        if (!apply_sm_limit(value, &limit)) goto bad_percent;
+        for (int i = 0; i < VGPU_MAX_DEVICES; i++)
+            if (!sm_set[i]) config->sm_limit[i] = limit;
+    } else if (strncmp(key, "CUDA_DEVICE_SM_LIMIT_", 21) == 0) {
+        if (!parse_index(key, "CUDA_DEVICE_SM_LIMIT_", &index))
+            return fail("%s=%s (from %s): the suffix must be a device index 0-%d", key, value, origin, VGPU_MAX_DEVICES - 1);
+        if (!apply_sm_limit(value, &config->sm_limit[index])) goto bad_percent;
+        sm_set[index] = true;
+    } else if (strcmp(key, "CUDA_DEVICE_MEMORY_SHARED_CACHE") == 0) {
+        if (value[0] != '/') return fail("%s=%s (from %s): must be an absolute path", key, value, origin);
+        vgpu_copy_string(config->region_path, value, sizeof config->region_path);
+    } else if (strcmp(key, "GPU_CORE_UTILIZATION_POLICY") == 0) {
+        if (strcasecmp(value, "default") == 0) config->policy = VGPU_POLICY_DEFAULT;
+        else if (strcasecmp(value, "force") == 0) config->policy = VGPU_POLICY_FORCE;
+        else if (strcasecmp(value, "disable") == 0) config->policy = VGPU_POLICY_DISABLE;
+        else return fail("%s=%s (from %s): must be default, force or disable", key, value, origin);
+    } else if (strcmp(key, "CUDA_DISABLE_CONTROL") == 0 || strcmp(key, "CUDA_OVERSUBSCRIBE") == 0) {
+        if (!vgpu_parse_bool(value, &flag)) return fail("%s=%s (from %s): must be true or false", key, value, origin);
+        if (strcmp(key, "CUDA_DISABLE_CONTROL") == 0) config->disable_control = flag;
+        else config->oversubscribe = flag;
+    } else if (strcmp(key, "CUDA_TASK_PRIORITY") == 0) {
+        if (!vgpu_parse_int(value, -1000000, 1000000, &number)) return fail("%s=%s (from %s): must be an integer", key, value, origin);
+        config->priority = (int)number;
+    } else if (strcmp(key, "LIBCUDA_LOG_LEVEL") == 0) {
+        if (!vgpu_parse_int(value, 0, 9, &number)) return fail("%s=%s (from %s): must be 0-9", key, value, origin);
+        if (getenv("LIBCUDA_LOG_LEVEL") == NULL) vgpu_log_set_threshold((int)number);
+    }
+    return true;
+bad_size:
+    return fail("%s=%s (from %s): not a size such as 4096m, 1g, 512k or a byte count", key, value, origin);
+bad_percent:
+    return fail("%s=%s (from %s): not a percentage 0-100", key, value, origin);
+}
+
+/* Indexed keys last, so that CUDA_DEVICE_MEMORY_LIMIT_<i> wins over CUDA_DEVICE_MEMORY_LIMIT. */
+static bool build(const struct settings *settings, struct vgpu_config *config) {
+    bool memory_set[VGPU_MAX_DEVICES] = {false}, sm_set[VGPU_MAX_DEVICES] = {false};
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < settings->count; i++) {
+            bool indexed = strncmp(settings->items[i].key, "CUDA_DEVICE_MEMORY_LIMIT_", 25) == 0 ||
+                           strncmp(settings->items[i].key, "CUDA_DEVICE_SM_LIMIT_", 21) == 0;
+            if (indexed != (pass == 1)) continue;
+            if (!apply(&settings->items[i], config, memory_set, sm_set, settings->origin)) return false;
+        }
+    }
+    return true;
+}
+
+static void note_ignored_environment(const char *file) {
+    if (vgpu_log_threshold() < VGPU_LOG_DEBUG) return;
+    for (char **entry = environ; entry != NULL && *entry != NULL; entry++) {
+        char key[96];
+        const char *value = NULL;
+        if (limit_key_of(*entry, key, sizeof key, &value))
+            LOG_DEBUG("ignoring %s from the environment: limits file %s is authoritative", key, file);
+    }
+}
+
+static struct vgpu_config loaded;
+static const struct vgpu_config *result;
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+
+static void load(void) {
+    static struct settings settings; /* large; loaded once */
+    memset(&settings, 0, sizeof settings);
+    struct vgpu_config *config = &loaded;
+    memset(config, 0, sizeof *config);
+    snprintf(config->region_path, sizeof config->region_path, "/tmp/vgpu-region-%u.shr", (unsigned)getuid());
+    /* The system file wins: inside a vgpu container neither the environment nor VGPU_LIMITS_FILE can
+     * redirect or lift limits. An unreadable file is an error, not a reason to fall back. */
+    const char *file = NULL;
+    struct stat info;
+    if (stat(VGPU_SYSTEM_LIMITS_FILE, &info) == 0 || errno != ENOENT) {
+        file = VGPU_SYSTEM_LIMITS_FILE;
+    } else {
+        const char *named = getenv("VGPU_LIMITS_FILE");
+        if (named != NULL && *named != '\0') file = named;
+    }
+    bool ok = file != NULL ? read_limits_file(file, &settings) : read_environment(&settings);
+    if (ok) {
+        snprintf(config->source, sizeof config->source, "%s", settings.origin);
+        ok = build(&settings, config);
+    }
+    if (!ok) return; /* reported once by whoever has to refuse (cuInit, an NVML query) */
+    if (file != NULL) note_ignored_environment(file);
+    LOG_DEBUG("limits from %s; shared region %s", config->source, config->region_path);
+    result = config;
+}
+
+const struct vgpu_config *vgpu_config_get(void) {
+    pthread_once(&load_once, load);
+    return result;
+}
+
+const char *vgpu_config_error(void) { return error_line; }

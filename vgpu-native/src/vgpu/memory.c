@@ -1,0 +1,492 @@
+/* Memory limits: every allocation path books its bytes against the device's limit before the driver
+ * allocates (so racing processes cannot overcommit), and every free path gives them back after the
+ * driver freed. Frees of memory this library did not count are forwarded untouched.
+ *
+ * What is counted, per CUDA ordinal:
+ *   cuMemAlloc_v2, cuMemAllocManaged        the requested bytes
+ *   cuMemAllocPitch_v2                      pitch * height, with the pitch the driver chose
+ *   cuMemAllocAsync, cuMemAllocFromPoolAsync the requested bytes, on the device the pointer lives on
+ *   cuMemCreate (device location)           the requested bytes, until cuMemRelease
+ *   cuArrayCreate_v2, cuArray3DCreate_v2    width * height * depth * channels * element size
+ *   cuMipmappedArrayCreate                  the sum of its levels
+ *   contexts                                the memory the driver used to create them (context.c)
+ * Host memory (cuMemAllocHost, cuMemHostAlloc, cuMemHostRegister) is not device memory and is not. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/arrays.h"
+#include "common/log.h"
+#include "common/ptrmap.h"
+#include "vgpu/vgpu.h"
+
+enum tracked_kind { TRACKED_DEVICE, TRACKED_ASYNC, TRACKED_VMM, TRACKED_ARRAY };
+
+struct tracked {
+    uint64_t bytes;
+    int ordinal;
+    enum tracked_kind kind;
+    CUcontext context; /* freed with it; NULL for memory that outlives contexts */
+};
+
+static pthread_mutex_t tracking_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct vgpu_ptrmap pointers;   /* device pointers */
+static struct vgpu_ptrmap vmm_handles; /* CUmemGenericAllocationHandle values */
+static struct vgpu_ptrmap arrays;      /* CUarray and CUmipmappedArray handles */
+
+bool vgpu_reserve(int ordinal, uint64_t bytes) {
+    if (!vgpu_ordinal_limited(ordinal)) return true; /* beyond the 16 devices the contract can name */
+    uint64_t limit = runtime.devices[ordinal].memory_limit;
+    if (vgpu_region_charge(runtime.region, runtime.slot, ordinal, bytes, limit)) return true;
+    /* Before saying no, return what killed processes still hold. */
+    if (vgpu_region_reap(runtime.region) > 0 && vgpu_region_charge(runtime.region, runtime.slot, ordinal, bytes, limit))
+        return true;
+    LOG_INFO("device %d: %llu more bytes would exceed the limit of %llu (in use: %llu)", ordinal,
+             (unsigned long long)bytes, (unsigned long long)limit,
+             (unsigned long long)atomic_load(&runtime.region->devices[ordinal].memory_used));
+    return false;
+}
+
+void vgpu_unreserve(int ordinal, uint64_t bytes) {
+    if (vgpu_ordinal_limited(ordinal) && bytes > 0) vgpu_region_uncharge(runtime.region, runtime.slot, ordinal, bytes);
+}
+
+static bool track(struct vgpu_ptrmap *map, uint64_t key, uint64_t bytes, int ordinal, enum tracked_kind kind,
+                  CUcontext context) {
+    struct tracked *entry = malloc(sizeof *entry);
+    if (entry == NULL) return false;
+    *entry = (struct tracked){bytes, ordinal, kind, context};
+    pthread_mutex_lock(&tracking_lock);
+    struct tracked *previous = vgpu_ptrmap_get(map, key);
+    bool stored = vgpu_ptrmap_put(map, key, entry);
+    pthread_mutex_unlock(&tracking_lock);
+    if (!stored) {
+        free(entry);
+        return false;
+    }
+    if (previous != NULL) { /* the address came back although we never saw it freed: freed behind our back */
+        vgpu_unreserve(previous->ordinal, previous->bytes);
+        free(previous);
+    }
+    return true;
+}
+
+static void free_device_pointer(uint64_t key) { real.cuMemFree_v2((CUdeviceptr)key); }
+static void release_vmm_handle(uint64_t key) { real.cuMemRelease((CUmemGenericAllocationHandle)key); }
+
+/* Records a fresh allocation; if even that fails (out of host memory), the allocation is undone with
+ * the driver and its bytes given back, so that nothing untracked stays counted or allocated. */
+static CUresult commit(struct vgpu_ptrmap *map, uint64_t key, uint64_t bytes, int ordinal, enum tracked_kind kind,
+                       CUcontext context, void (*undo)(uint64_t key)) {
+    if (track(map, key, bytes, ordinal, kind, context)) return CUDA_SUCCESS;
+    LOG_ERROR("out of host memory while tracking a device allocation; refusing it");
+    undo(key);
+    vgpu_unreserve(ordinal, bytes);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/* Frees take their entry out of the map before the driver frees, so that no other thread can see
+ * an entry whose memory is gone (the driver may hand the address out again at once). */
+static struct tracked *take(struct vgpu_ptrmap *map, uint64_t key) {
+    pthread_mutex_lock(&tracking_lock);
+    struct tracked *entry = vgpu_ptrmap_remove(map, key);
+    pthread_mutex_unlock(&tracking_lock);
+    return entry;
+}
+
+/* After the driver freed (result SUCCESS) the bytes are given back; after it refused, the entry returns. */
+static void finish_free(struct vgpu_ptrmap *map, uint64_t key, struct tracked *entry, CUresult result) {
+    if (entry == NULL) return;
+    if (result != CUDA_SUCCESS) {
+        pthread_mutex_lock(&tracking_lock);
+        bool stored = vgpu_ptrmap_put(map, key, entry);
+        pthread_mutex_unlock(&tracking_lock);
+        if (stored) return;
+        /* Out of host memory: the allocation stays counted in the region until the process exits. */
+        LOG_ERROR("out of host memory while keeping track of a failed free");
+        free(entry);
+        return;
+    }
+    vgpu_unreserve(entry->ordinal, entry->bytes);
+    free(entry);
+}
+
+struct context_sweep {
+    CUcontext context;
+    uint64_t *keys;
+    size_t count, capacity;
+};
+
+static void collect(uint64_t key, void *value, void *sweep_pointer) {
+    struct context_sweep *sweep = sweep_pointer;
+    if (((struct tracked *)value)->context != sweep->context) return;
+    if (sweep->count == sweep->capacity) {
+        size_t capacity = sweep->capacity ? sweep->capacity * 2 : 32;
+        uint64_t *grown = realloc(sweep->keys, capacity * sizeof *grown);
+        if (grown == NULL) return;
+        sweep->keys = grown;
+        sweep->capacity = capacity;
+    }
+    sweep->keys[sweep->count++] = key;
+}
+
+static void forget_in(struct vgpu_ptrmap *map, CUcontext context) {
+    struct context_sweep sweep = {.context = context};
+    pthread_mutex_lock(&tracking_lock);
+    vgpu_ptrmap_each(map, collect, &sweep);
+    struct tracked **entries = sweep.count ? malloc(sweep.count * sizeof *entries) : NULL;
+    for (size_t i = 0; i < sweep.count && entries != NULL; i++) entries[i] = vgpu_ptrmap_remove(map, sweep.keys[i]);
+    pthread_mutex_unlock(&tracking_lock);
+    for (size_t i = 0; i < sweep.count && entries != NULL; i++) {
+        vgpu_unreserve(entries[i]->ordinal, entries[i]->bytes);
+        free(entries[i]);
+    }
+    free(entries);
+    free(sweep.keys);
+}
+
+void vgpu_forget_context_allocations(CUcontext context) {
+    forget_in(&pointers, context);
+    forget_in(&arrays, context);
+}
+
+static CUcontext current_context(void) {
+    CUcontext context = NULL;
+    return real.cuCtxGetCurrent != NULL && real.cuCtxGetCurrent(&context) == CUDA_SUCCESS ? context : NULL;
+}
+
+/* Reserve, allocate, track; undo the reservation when the driver fails. */
+static CUresult allocate_counted(int ordinal, uint64_t bytes, enum tracked_kind kind, CUdeviceptr *pointer,
+                                 CUresult (*allocate)(void *arguments), void *arguments) {
+    if (!vgpu_reserve(ordinal, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult result = allocate(arguments);
+    if (result != CUDA_SUCCESS) {
+        vgpu_unreserve(ordinal, bytes);
+        return result;
+    }
+    return commit(&pointers, *pointer, bytes, ordinal, kind, current_context(), free_device_pointer);
+}
+
+/* ---- cuMemAlloc, managed, pitched ---------------------------------------------------------- */
+
+struct alloc_arguments {
+    CUdeviceptr *pointer;
+    size_t bytes;
+    unsigned flags;
+};
+
+static CUresult call_alloc(void *arguments) {
+    struct alloc_arguments *a = arguments;
+    return real.cuMemAlloc_v2(a->pointer, a->bytes);
+}
+
+static CUresult call_alloc_managed(void *arguments) {
+    struct alloc_arguments *a = arguments;
+    return real.cuMemAllocManaged(a->pointer, a->bytes, a->flags);
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
+    if (!vgpu_active() || dptr == NULL || bytesize == 0)
+        return real.cuMemAlloc_v2 ? real.cuMemAlloc_v2(dptr, bytesize) : VGPU_CONFIG_REFUSED;
+    int ordinal = 0;
+    CUresult result = vgpu_current_ordinal(&ordinal);
+    if (result != CUDA_SUCCESS) return result;
+    struct alloc_arguments arguments = {dptr, bytesize, 0};
+    return allocate_counted(ordinal, bytesize, TRACKED_DEVICE, dptr, call_alloc, &arguments);
+}
+
+CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags) {
+    if (!vgpu_active() || dptr == NULL || bytesize == 0)
+        return real.cuMemAllocManaged ? real.cuMemAllocManaged(dptr, bytesize, flags) : VGPU_CONFIG_REFUSED;
+    int ordinal = 0;
+    CUresult result = vgpu_current_ordinal(&ordinal);
+    if (result != CUDA_SUCCESS) return result;
+    struct alloc_arguments arguments = {dptr, bytesize, flags};
+    return allocate_counted(ordinal, bytesize, TRACKED_DEVICE, dptr, call_alloc_managed, &arguments);
+}
+
+CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
+                            unsigned int ElementSizeBytes) {
+    if (!vgpu_active() || dptr == NULL || pPitch == NULL || WidthInBytes == 0 || Height == 0)
+        return real.cuMemAllocPitch_v2 ? real.cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes)
+                                       : VGPU_CONFIG_REFUSED;
+    int ordinal = 0;
+    CUresult result = vgpu_current_ordinal(&ordinal);
+    if (result != CUDA_SUCCESS) return result;
+    /* The pitch is known only afterwards: reserve for the widest alignment drivers use (512 bytes),
+     * then settle on the exact pitch * height. */
+    size_t estimate_pitch = (WidthInBytes + 511) / 512 * 512;
+    if (Height > UINT64_MAX / estimate_pitch) return CUDA_ERROR_OUT_OF_MEMORY;
+    uint64_t reserved = (uint64_t)estimate_pitch * Height;
+    if (!vgpu_reserve(ordinal, reserved)) return CUDA_ERROR_OUT_OF_MEMORY;
+    result = real.cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+    if (result != CUDA_SUCCESS) {
+        vgpu_unreserve(ordinal, reserved);
+        return result;
+    }
+    uint64_t actual = (uint64_t)*pPitch * Height;
+    if (actual < reserved) vgpu_unreserve(ordinal, reserved - actual);
+    else if (actual > reserved && !vgpu_reserve(ordinal, actual - reserved)) {
+        real.cuMemFree_v2(*dptr);
+        vgpu_unreserve(ordinal, reserved);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    return commit(&pointers, *dptr, actual, ordinal, TRACKED_DEVICE, current_context(), free_device_pointer);
+}
+
+CUresult cuMemFree_v2(CUdeviceptr dptr) {
+    if (real.cuMemFree_v2 == NULL) return VGPU_CONFIG_REFUSED;
+    struct tracked *entry = (vgpu_active() && dptr != 0) ? take(&pointers, dptr) : NULL;
+    CUresult result = real.cuMemFree_v2(dptr); /* untracked pointers are the driver's to judge */
+    finish_free(&pointers, dptr, entry, result);
+    return result;
+}
+
+/* ---- stream-ordered allocation ------------------------------------------------------------- */
+
+/* The pool may live on another device than the stream's; the pointer tells where the bytes went. */
+static CUresult settle_device(CUdeviceptr pointer, uint64_t bytes, int *ordinal) {
+    int actual = *ordinal;
+    if (real.cuPointerGetAttribute == NULL ||
+        real.cuPointerGetAttribute(&actual, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, pointer) != CUDA_SUCCESS ||
+        actual == *ordinal)
+        return CUDA_SUCCESS;
+    if (!vgpu_reserve(actual, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
+    vgpu_unreserve(*ordinal, bytes);
+    *ordinal = actual;
+    return CUDA_SUCCESS;
+}
+
+static CUresult allocate_async(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream, bool from_pool,
+                               bool per_thread) {
+    __typeof__(real.cuMemAllocAsync) plain = per_thread ? real.cuMemAllocAsync_ptsz : real.cuMemAllocAsync;
+    __typeof__(real.cuMemAllocFromPoolAsync) pooled = per_thread ? real.cuMemAllocFromPoolAsync_ptsz : real.cuMemAllocFromPoolAsync;
+    if ((from_pool ? (void *)pooled : (void *)plain) == NULL) return VGPU_CONFIG_REFUSED;
+    if (!vgpu_active() || dptr == NULL || bytesize == 0)
+        return from_pool ? pooled(dptr, bytesize, pool, hStream) : plain(dptr, bytesize, hStream);
+    int ordinal = 0;
+    CUresult result = vgpu_stream_ordinal(hStream, &ordinal);
+    if (result != CUDA_SUCCESS) return result;
+    if (!vgpu_reserve(ordinal, bytesize)) return CUDA_ERROR_OUT_OF_MEMORY;
+    result = from_pool ? pooled(dptr, bytesize, pool, hStream) : plain(dptr, bytesize, hStream);
+    if (result != CUDA_SUCCESS) {
+        vgpu_unreserve(ordinal, bytesize);
+        return result;
+    }
+    if (settle_device(*dptr, bytesize, &ordinal) != CUDA_SUCCESS) {
+        (per_thread ? real.cuMemFreeAsync_ptsz : real.cuMemFreeAsync)(*dptr, hStream);
+        vgpu_unreserve(ordinal, bytesize);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    return commit(&pointers, *dptr, bytesize, ordinal, TRACKED_ASYNC, NULL, free_device_pointer);
+}
+
+CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
+    return allocate_async(dptr, bytesize, NULL, hStream, false, false);
+}
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
+    return allocate_async(dptr, bytesize, NULL, hStream, false, true);
+}
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
+    return allocate_async(dptr, bytesize, pool, hStream, true, false);
+}
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
+    return allocate_async(dptr, bytesize, pool, hStream, true, true);
+}
+
+static CUresult free_async(CUdeviceptr dptr, CUstream hStream, bool per_thread) {
+    __typeof__(real.cuMemFreeAsync) free_function = per_thread ? real.cuMemFreeAsync_ptsz : real.cuMemFreeAsync;
+    if (free_function == NULL) return VGPU_CONFIG_REFUSED;
+    struct tracked *entry = (vgpu_active() && dptr != 0) ? take(&pointers, dptr) : NULL;
+    CUresult result = free_function(dptr, hStream);
+    finish_free(&pointers, dptr, entry, result);
+    return result;
+}
+
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) { return free_async(dptr, hStream, false); }
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) { return free_async(dptr, hStream, true); }
+
+/* ---- virtual memory management ------------------------------------------------------------- */
+
+CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
+                     unsigned long long flags) {
+    if (real.cuMemCreate == NULL) return VGPU_CONFIG_REFUSED;
+    /* The device comes from the properties, never from the calling thread's context (worker threads
+     * of NCCL and others call this without one). Host locations are not device memory. */
+    if (!vgpu_active() || handle == NULL || prop == NULL || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+        prop->location.id < 0 || prop->location.id >= runtime.device_count)
+        return real.cuMemCreate(handle, size, prop, flags);
+    int ordinal = prop->location.id;
+    if (!vgpu_reserve(ordinal, size)) return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult result = real.cuMemCreate(handle, size, prop, flags);
+    if (result != CUDA_SUCCESS) {
+        vgpu_unreserve(ordinal, size);
+        return result;
+    }
+    return commit(&vmm_handles, *handle, size, ordinal, TRACKED_VMM, NULL, release_vmm_handle);
+}
+
+CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+    if (real.cuMemRelease == NULL) return VGPU_CONFIG_REFUSED;
+    struct tracked *entry = vgpu_active() ? take(&vmm_handles, handle) : NULL;
+    CUresult result = real.cuMemRelease(handle);
+    finish_free(&vmm_handles, handle, entry, result);
+    return result;
+}
+
+/* ---- arrays -------------------------------------------------------------------------------- */
+
+/* Bytes of one array level; height 0 means 1D and depth 0 means 2D. Saturates instead of wrapping. */
+static uint64_t array_bytes(size_t width, size_t height, size_t depth, CUarray_format format, unsigned channels) {
+    uint64_t element = vgpu_array_format_bytes(format);
+    uint64_t bytes = (element ? element : 4) * (channels ? channels : 1); /* unknown formats: the driver judges them */
+    size_t extents[3] = {width, height ? height : 1, depth ? depth : 1};
+    for (int i = 0; i < 3; i++) {
+        if (extents[i] != 0 && bytes > UINT64_MAX / extents[i]) return UINT64_MAX;
+        bytes *= extents[i];
+    }
+    return bytes;
+}
+
+static CUresult create_array_counted(void *handle_out, uint64_t bytes, CUresult (*create)(void *), void *arguments) {
+    int ordinal = 0;
+    CUresult result = vgpu_current_ordinal(&ordinal);
+    if (result != CUDA_SUCCESS) return result;
+    if (!vgpu_reserve(ordinal, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
+    result = create(arguments);
+    if (result != CUDA_SUCCESS) {
+        vgpu_unreserve(ordinal, bytes);
+        return result;
+    }
+    uint64_t key = (uint64_t)(uintptr_t)*(void **)handle_out;
+    if (!track(&arrays, key, bytes, ordinal, TRACKED_ARRAY, current_context())) {
+        LOG_ERROR("out of host memory while tracking an array; its bytes stay counted until the context ends");
+    }
+    return CUDA_SUCCESS;
+}
+
+struct array_arguments {
+    CUarray *handle;
+    const void *descriptor;
+};
+
+static CUresult call_array_create(void *arguments) {
+    struct array_arguments *a = arguments;
+    return real.cuArrayCreate_v2(a->handle, a->descriptor);
+}
+
+static CUresult call_array3d_create(void *arguments) {
+    struct array_arguments *a = arguments;
+    return real.cuArray3DCreate_v2(a->handle, a->descriptor);
+}
+
+CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray) {
+    if (!vgpu_active() || pHandle == NULL || pAllocateArray == NULL)
+        return real.cuArrayCreate_v2 ? real.cuArrayCreate_v2(pHandle, pAllocateArray) : VGPU_CONFIG_REFUSED;
+    uint64_t bytes = array_bytes(pAllocateArray->Width, pAllocateArray->Height, 0, pAllocateArray->Format,
+                                 pAllocateArray->NumChannels);
+    struct array_arguments arguments = {pHandle, pAllocateArray};
+    return create_array_counted(pHandle, bytes, call_array_create, &arguments);
+}
+
+CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray) {
+    if (!vgpu_active() || pHandle == NULL || pAllocateArray == NULL)
+        return real.cuArray3DCreate_v2 ? real.cuArray3DCreate_v2(pHandle, pAllocateArray) : VGPU_CONFIG_REFUSED;
+    uint64_t bytes = array_bytes(pAllocateArray->Width, pAllocateArray->Height, pAllocateArray->Depth,
+                                 pAllocateArray->Format, pAllocateArray->NumChannels);
+    struct array_arguments arguments = {pHandle, pAllocateArray};
+    return create_array_counted(pHandle, bytes, call_array3d_create, &arguments);
+}
+
+struct mipmap_arguments {
+    CUmipmappedArray *handle;
+    const CUDA_ARRAY3D_DESCRIPTOR *descriptor;
+    unsigned levels;
+};
+
+static CUresult call_mipmap_create(void *arguments) {
+    struct mipmap_arguments *a = arguments;
+    return real.cuMipmappedArrayCreate(a->handle, a->descriptor, a->levels);
+}
+
+CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc,
+                                unsigned int numMipmapLevels) {
+    if (!vgpu_active() || pHandle == NULL || pMipmappedArrayDesc == NULL || numMipmapLevels == 0 || numMipmapLevels > 64)
+        return real.cuMipmappedArrayCreate ? real.cuMipmappedArrayCreate(pHandle, pMipmappedArrayDesc, numMipmapLevels)
+                                           : VGPU_CONFIG_REFUSED;
+    uint64_t bytes = 0;
+    for (unsigned level = 0; level < numMipmapLevels; level++) {
+        uint64_t level_bytes = array_bytes(vgpu_mipmap_extent(pMipmappedArrayDesc->Width, level),
+                                           vgpu_mipmap_extent(pMipmappedArrayDesc->Height, level),
+                                           vgpu_mipmap_extent(pMipmappedArrayDesc->Depth, level), pMipmappedArrayDesc->Format,
+                                           pMipmappedArrayDesc->NumChannels);
+        bytes = (UINT64_MAX - bytes < level_bytes) ? UINT64_MAX : bytes + level_bytes;
+    }
+    struct mipmap_arguments arguments = {pHandle, pMipmappedArrayDesc, numMipmapLevels};
+    return create_array_counted(pHandle, bytes, call_mipmap_create, &arguments);
+}
+
+static CUresult destroy_array(void *handle, CUresult (*destroy)(void *handle)) {
+    uint64_t key = (uint64_t)(uintptr_t)handle;
+    struct tracked *entry = vgpu_active() ? take(&arrays, key) : NULL;
+    CUresult result = destroy(handle);
+    finish_free(&arrays, key, entry, result);
+    return result;
+}
+
+static CUresult call_array_destroy(void *handle) { return real.cuArrayDestroy((CUarray)handle); }
+static CUresult call_mipmap_destroy(void *handle) { return real.cuMipmappedArrayDestroy((CUmipmappedArray)handle); }
+
+CUresult cuArrayDestroy(CUarray hArray) {
+    return real.cuArrayDestroy ? destroy_array(hArray, call_array_destroy) : VGPU_CONFIG_REFUSED;
+}
+
+CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray) {
+    return real.cuMipmappedArrayDestroy ? destroy_array(hMipmappedArray, call_mipmap_destroy) : VGPU_CONFIG_REFUSED;
+}
+
+/* ---- what programs see --------------------------------------------------------------------- */
+
+/* The limit as total, the container's usage subtracted for free, and never more free memory than
+ * the device really has. Without a limit the driver's numbers pass through. */
+CUresult cuMemGetInfo_v2(size_t *free, size_t *total) {
+    if (real.cuMemGetInfo_v2 == NULL) return VGPU_CONFIG_REFUSED;
+    size_t driver_free = 0, driver_total = 0;
+    /* Ask for exactly the outputs the caller asked for, so NULL handling is the driver's. */
+    CUresult result = real.cuMemGetInfo_v2(free != NULL ? &driver_free : NULL, total != NULL ? &driver_total : NULL);
+    if (result != CUDA_SUCCESS || !vgpu_active()) {
+        if (result == CUDA_SUCCESS) {
+            if (free != NULL) *free = driver_free;
+            if (total != NULL) *total = driver_total;
+        }
+        return result;
+    }
+    int ordinal = 0;
+    uint64_t limit = (vgpu_current_ordinal(&ordinal) == CUDA_SUCCESS && vgpu_ordinal_limited(ordinal))
+                         ? runtime.devices[ordinal].memory_limit
+                         : 0;
+    if (limit == 0) {
+        if (free != NULL) *free = driver_free;
+        if (total != NULL) *total = driver_total;
+        return CUDA_SUCCESS;
+    }
+    if (total == NULL) real.cuDeviceTotalMem_v2(&driver_total, ordinal);
+    /* With CUDA_OVERSUBSCRIBE the limit may exceed the device; otherwise the device caps it. */
+    uint64_t shown_total = (!runtime.config->oversubscribe && driver_total != 0 && driver_total < limit) ? driver_total : limit;
+    if (total != NULL) *total = (size_t)shown_total;
+    if (free != NULL) {
+        uint64_t used = atomic_load_explicit(&runtime.region->devices[ordinal].memory_used, memory_order_relaxed);
+        uint64_t available = used < shown_total ? shown_total - used : 0; /* never underflows */
+        *free = (size_t)(available < driver_free ? available : driver_free);
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
+    if (real.cuDeviceTotalMem_v2 == NULL) return VGPU_CONFIG_REFUSED;
+    CUresult result = real.cuDeviceTotalMem_v2(bytes, dev);
+    if (result != CUDA_SUCCESS || !vgpu_active() || !vgpu_ordinal_limited(dev)) return result;
+    uint64_t limit = runtime.devices[dev].memory_limit;
+    if (limit != 0 && (runtime.config->oversubscribe || limit < *bytes)) *bytes = (size_t)limit;
+    return CUDA_SUCCESS;
+}

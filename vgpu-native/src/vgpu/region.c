@@ -1,0 +1,208 @@
+#include "vgpu/region.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "vgpu/vgpu.h"
+
+#define ATTACH_WAIT_NS 10000000000ULL /* give up on a region locked exclusively for 10 s */
+
+static void initialise(struct vgpu_region *region, const struct vgpu_config *config) {
+    struct vgpu_region_header *header = &region->header;
+    header->version = VGPU_REGION_VERSION;
+    header->header_size = sizeof(struct vgpu_region_header);
+    header->device_count = VGPU_REGION_DEVICES;
+    header->device_size = sizeof(struct vgpu_region_device);
+    header->slot_count = VGPU_REGION_SLOTS;
+    header->slot_size = sizeof(struct vgpu_region_slot);
+    header->devices_offset = offsetof(struct vgpu_region, devices);
+    header->slots_offset = offsetof(struct vgpu_region, slots);
+    header->created_unix_ns = vgpu_wall_ns();
+    atomic_store(&header->sm_switch, 1);
+    header->priority = config->priority;
+    header->policy = (uint32_t)config->policy;
+    header->flags = config->oversubscribe ? 1U : 0U;
+    vgpu_copy_string(header->limits_source, config->source, sizeof header->limits_source);
+    for (int i = 0; i < VGPU_REGION_DEVICES; i++) {
+        region->devices[i].memory_limit = config->memory_limit[i];
+        region->devices[i].sm_limit = config->sm_limit[i];
+        atomic_store(&region->devices[i].sm_limit_permille, config->sm_limit[i] * 10);
+    }
+    atomic_thread_fence(memory_order_release);
+    header->magic = VGPU_REGION_MAGIC; /* last: readers see a complete region or none */
+}
+
+/* Alone with the file: start it afresh. Counters left by dead processes are meaningless, and the
+ * limits come from this process's configuration, never from a stale file. */
+static bool reset_file(int fd, const char *path) {
+    if (ftruncate(fd, 0) != 0 || ftruncate(fd, (off_t)sizeof(struct vgpu_region)) != 0) {
+        LOG_ERROR("cannot size shared region %s: %s", path, strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+static bool layout_matches(const struct vgpu_region *region) {
+    return region->header.magic == VGPU_REGION_MAGIC && region->header.version == VGPU_REGION_VERSION &&
+           region->header.slot_count == VGPU_REGION_SLOTS && region->header.slot_size == sizeof(struct vgpu_region_slot);
+}
+
+/* Whole-file open-file-description locks: a read lock per attached process, a write lock to
+ * initialise. Unlike flock, converting write to read is atomic, so no newcomer can slip in and reset
+ * the region between its initialisation and the initialiser's read lock. */
+static bool lock_file(int fd, short type) {
+    struct flock lock = {.l_type = type, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    return fcntl(fd, F_OFD_SETLK, &lock) == 0;
+}
+
+/* Waits for the read lock while an initialiser holds the write lock, but never forever. */
+static bool lock_shared(int fd, const char *path) {
+    uint64_t deadline = vgpu_now_ns() + ATTACH_WAIT_NS;
+    while (!lock_file(fd, F_RDLCK)) {
+        if (errno != EAGAIN && errno != EACCES && errno != EINTR) {
+            LOG_ERROR("cannot lock shared region %s: %s", path, strerror(errno));
+            return false;
+        }
+        if (vgpu_now_ns() > deadline) {
+            LOG_ERROR("shared region %s stayed locked by its initialiser for 10 s", path);
+            return false;
+        }
+        vgpu_sleep_ns(1000000);
+    }
+    return true;
+}
+
+static void warn_on_different_limits(const struct vgpu_region *region, const struct vgpu_config *config, const char *path) {
+    for (int i = 0; i < VGPU_REGION_DEVICES; i++) {
+        if (region->devices[i].memory_limit != config->memory_limit[i] || region->devices[i].sm_limit != config->sm_limit[i]) {
+            LOG_WARN("limits for device %d differ from those other processes set in %s (%s); enforcing the region's",
+                     i, path, region->header.limits_source);
+            return;
+        }
+    }
+}
+
+struct vgpu_region *vgpu_region_attach(const struct vgpu_config *config) {
+    const char *path = config->region_path;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        LOG_ERROR("cannot open shared region %s (CUDA_DEVICE_MEMORY_SHARED_CACHE): %s", path, strerror(errno));
+        return NULL;
+    }
+    (void)fchmod(fd, 0666); /* processes of any user in the container share it */
+    bool alone = lock_file(fd, F_WRLCK);
+    if ((alone && !reset_file(fd, path)) || (!alone && !lock_shared(fd, path))) {
+        close(fd);
+        return NULL;
+    }
+    void *mapping = mmap(NULL, sizeof(struct vgpu_region), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (mapping == MAP_FAILED) {
+        LOG_ERROR("cannot map shared region %s: %s", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    struct vgpu_region *region = mapping;
+    if (alone) {
+        initialise(region, config);
+        lock_file(fd, F_RDLCK); /* atomic downgrade: others may attach now */
+    } else if (!layout_matches(region)) {
+        LOG_ERROR("shared region %s is in use with another layout (not vgpu region v%u); refusing to share it", path,
+                  VGPU_REGION_VERSION);
+        munmap(mapping, sizeof(struct vgpu_region));
+        close(fd);
+        return NULL;
+    } else {
+        warn_on_different_limits(region, config, path);
+    }
+    /* fd stays open: it carries this process's shared lock until exit. */
+    LOG_DEBUG("attached shared region %s (%s)", path, alone ? "initialised" : "joined");
+    return region;
+}
+
+static void reclaim(struct vgpu_region *region, struct vgpu_region_slot *slot) {
+    for (int d = 0; d < VGPU_REGION_DEVICES; d++) {
+        /* The slot's counter goes first: dying between the two steps can only leak, never overcount. */
+        uint64_t bytes = atomic_exchange(&slot->devices[d].memory_used, 0);
+        atomic_store(&slot->devices[d].context_bytes, 0);
+        atomic_store(&slot->devices[d].sm_util_permille, 0);
+        if (bytes != 0) atomic_fetch_sub(&region->devices[d].memory_used, bytes);
+    }
+    atomic_store(&slot->host_pid, 0);
+    slot->pid = 0;
+    atomic_store(&slot->state, VGPU_SLOT_FREE);
+}
+
+unsigned vgpu_region_reap(struct vgpu_region *region) {
+    unsigned reclaimed = 0;
+    pid_t self = getpid();
+    for (int i = 0; i < VGPU_REGION_SLOTS; i++) {
+        struct vgpu_region_slot *slot = &region->slots[i];
+        if (atomic_load_explicit(&slot->state, memory_order_acquire) != VGPU_SLOT_ACTIVE || slot->pid == self) continue;
+        if (vgpu_process_alive(slot->pid, slot->start_ticks)) continue;
+        uint32_t expected = VGPU_SLOT_ACTIVE;
+        if (!atomic_compare_exchange_strong(&slot->state, &expected, VGPU_SLOT_RECLAIMING)) continue;
+        LOG_INFO("returning the GPU memory of exited process %d", (int)slot->pid);
+        reclaim(region, slot);
+        reclaimed++;
+    }
+    return reclaimed;
+}
+
+struct vgpu_region_slot *vgpu_region_claim_slot(struct vgpu_region *region) {
+    uint64_t start_ticks = 0;
+    pid_t self = getpid();
+    if (!vgpu_process_start_ticks(self, &start_ticks)) {
+        LOG_ERROR("cannot read /proc/%d/stat to register in the shared region", (int)self);
+        return NULL;
+    }
+    for (int attempt = 0; attempt < 2; attempt++) {
+        for (int i = 0; i < VGPU_REGION_SLOTS; i++) {
+            struct vgpu_region_slot *slot = &region->slots[i];
+            uint32_t expected = VGPU_SLOT_FREE;
+            if (!atomic_compare_exchange_strong(&slot->state, &expected, VGPU_SLOT_CLAIMING)) continue;
+            slot->pid = self;
+            slot->start_ticks = start_ticks;
+            atomic_store(&slot->host_pid, 0);
+            atomic_store_explicit(&slot->state, VGPU_SLOT_ACTIVE, memory_order_release);
+            return slot;
+        }
+        vgpu_region_reap(region);
+    }
+    LOG_ERROR("all %d process slots of the shared region are held by live processes", VGPU_REGION_SLOTS);
+    return NULL;
+}
+
+void vgpu_region_leave(struct vgpu_region *region, struct vgpu_region_slot *slot) {
+    uint32_t expected = VGPU_SLOT_ACTIVE;
+    if (atomic_compare_exchange_strong(&slot->state, &expected, VGPU_SLOT_RECLAIMING)) reclaim(region, slot);
+}
+
+bool vgpu_region_charge(struct vgpu_region *region, struct vgpu_region_slot *slot, int ordinal, uint64_t bytes,
+                        uint64_t limit) {
+    struct vgpu_region_device *device = &region->devices[ordinal];
+    uint64_t used = atomic_load_explicit(&device->memory_used, memory_order_relaxed), next;
+    do {
+        /* Check and add in one compare-and-swap: racing processes can never overcommit the limit. */
+        if (limit != 0 && (bytes > limit || used > limit - bytes)) return false;
+        next = used + bytes;
+    } while (!atomic_compare_exchange_weak_explicit(&device->memory_used, &used, next, memory_order_acq_rel,
+                                                    memory_order_relaxed));
+    atomic_fetch_add_explicit(&slot->devices[ordinal].memory_used, bytes, memory_order_relaxed);
+    uint64_t peak = atomic_load_explicit(&device->memory_peak, memory_order_relaxed);
+    while (peak < next && !atomic_compare_exchange_weak_explicit(&device->memory_peak, &peak, next, memory_order_relaxed,
+                                                                 memory_order_relaxed)) {
+    }
+    return true;
+}
+
+void vgpu_region_uncharge(struct vgpu_region *region, struct vgpu_region_slot *slot, int ordinal, uint64_t bytes) {
+    atomic_fetch_sub_explicit(&slot->devices[ordinal].memory_used, bytes, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&region->devices[ordinal].memory_used, bytes, memory_order_release);
+}

@@ -1,0 +1,148 @@
+/*
+ * Internals of libvgpu.so, the interposer that enforces a container's GPU memory and compute limits.
+ *
+ * Vocabulary: a device is named by its CUDA ordinal, the index a program passes to cuDeviceGet after
+ * CUDA_VISIBLE_DEVICES, which is also the <i> of CUDA_DEVICE_MEMORY_LIMIT_<i>. NVML handles are
+ * mapped to ordinals by UUID, never by nvmlDeviceGetIndex (which names physical GPUs).
+ */
+#ifndef VGPU_INTERPOSER_H
+#define VGPU_INTERPOSER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/util.h"
+#include "cuda_api.h"
+#include "nvml_types.h"
+#include "vgpu/region.h"
+
+#define VGPU_MAX_DEVICES 16
+
+/* ---- configuration (config.c) ---------------------------------------------------------------- */
+
+enum vgpu_policy { VGPU_POLICY_DEFAULT = 0, VGPU_POLICY_FORCE = 1, VGPU_POLICY_DISABLE = 2 };
+
+struct vgpu_config {
+    uint64_t memory_limit[VGPU_MAX_DEVICES]; /* bytes, 0 = no limit */
+    unsigned sm_limit[VGPU_MAX_DEVICES];     /* percent 1-99, 0 = no limit */
+    enum vgpu_policy policy;
+    bool disable_control;
+    bool oversubscribe;
+    int priority;
+    char region_path[512];
+    char source[600];                        /* "environment" or "limits file <path>" */
+};
+
+/* Loads the limits once per process: from /etc/vgpu/limits if it exists (the environment's limit keys
+ * are then ignored), else from the file named by VGPU_LIMITS_FILE, else from the environment. Returns
+ * NULL if anything is malformed, after logging one line that names the key and the value. */
+const struct vgpu_config *vgpu_config_get(void);
+/* The line logged for the malformed configuration, for repeating it on later calls. */
+const char *vgpu_config_error(void);
+
+/* ---- the real driver libraries (driver.c) -------------------------------------------------- */
+
+/* Every driver function libvgpu calls, hooked or not. Hooks call through these, never by name. */
+#define VGPU_REAL_CUDA_FUNCTIONS(X)                                                                   \
+    X(cuInit) X(cuGetProcAddress) X(cuGetProcAddress_v2) X(cuDeviceGetCount) X(cuDeviceGetUuid)      \
+    X(cuDeviceGetUuid_v2) X(cuDeviceTotalMem_v2) X(cuMemGetInfo_v2) X(cuCtxGetCurrent) X(cuCtxGetDevice) \
+    X(cuCtxPushCurrent_v2) X(cuCtxPopCurrent_v2) X(cuStreamGetCtx) X(cuPointerGetAttribute)          \
+    X(cuCtxCreate) X(cuCtxCreate_v2) X(cuCtxCreate_v3) X(cuCtxCreate_v4) X(cuCtxDestroy) X(cuCtxDestroy_v2) \
+    X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuDevicePrimaryCtxRelease_v2)        \
+    X(cuDevicePrimaryCtxReset) X(cuDevicePrimaryCtxReset_v2) X(cuDevicePrimaryCtxGetState)           \
+    X(cuMemAlloc_v2) X(cuMemAllocPitch_v2) X(cuMemAllocManaged) X(cuMemFree_v2) X(cuMemAllocAsync)   \
+    X(cuMemAllocAsync_ptsz) X(cuMemAllocFromPoolAsync) X(cuMemAllocFromPoolAsync_ptsz) X(cuMemFreeAsync) \
+    X(cuMemFreeAsync_ptsz) X(cuMemCreate) X(cuMemRelease) X(cuArrayCreate_v2) X(cuArray3DCreate_v2)  \
+    X(cuArrayDestroy) X(cuMipmappedArrayCreate) X(cuMipmappedArrayDestroy) X(cuLaunchKernel)         \
+    X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz) X(cuLaunchCooperativeKernel) \
+    X(cuLaunchCooperativeKernel_ptsz)
+
+#define VGPU_REAL_NVML_FUNCTIONS(X)                                                                    \
+    X(nvmlInit_v2) X(nvmlDeviceGetCount_v2) X(nvmlDeviceGetHandleByIndex_v2) X(nvmlDeviceGetHandleByUUID) \
+    X(nvmlDeviceGetUUID) X(nvmlDeviceGetMemoryInfo) X(nvmlDeviceGetMemoryInfo_v2)                     \
+    X(nvmlDeviceGetComputeRunningProcesses_v3) X(nvmlDeviceGetProcessUtilization)                      \
+    X(nvmlDeviceGetUtilizationRates)
+
+struct vgpu_real_functions {
+#define VGPU_REAL_POINTER(name) __typeof__(&name) name;
+    VGPU_REAL_CUDA_FUNCTIONS(VGPU_REAL_POINTER)
+    VGPU_REAL_NVML_FUNCTIONS(VGPU_REAL_POINTER)
+#undef VGPU_REAL_POINTER
+};
+
+extern struct vgpu_real_functions real;
+
+/* dlopens libcuda.so.1 (resp. libnvidia-ml.so.1) once and resolves the functions above; false if the
+ * library is absent. Lock-free after the first call. */
+bool vgpu_load_cuda(void);
+bool vgpu_load_nvml(void);
+/* True if address lies inside the real libcuda.so.1 or libnvidia-ml.so.1 (recursion guard of dlsym). */
+bool vgpu_address_in_driver(const void *address);
+/* The real dlsym, found with dlvsym so that our own export does not shadow it. */
+typedef void *(*dlsym_function)(void *, const char *);
+dlsym_function vgpu_real_dlsym_function(void);
+void *vgpu_real_dlsym(void *handle, const char *symbol);
+
+/* ---- process state (runtime.c) ------------------------------------------------------------- */
+
+struct vgpu_device {
+    char uuid[VGPU_UUID_TEXT_LENGTH + 1];
+    uint64_t memory_limit;                   /* effective, from the region */
+    unsigned sm_limit;
+};
+
+struct vgpu_runtime {
+    _Atomic int active;                      /* limits enforced: cuInit succeeded, control not disabled */
+    _Atomic int any_sm_limit;                /* some device has a compute limit */
+    _Atomic int launched;                    /* a kernel was launched since the last housekeeping tick */
+    const struct vgpu_config *config;
+    struct vgpu_region *region;
+    struct vgpu_region_slot *slot;
+    int device_count;
+    struct vgpu_device devices[VGPU_MAX_DEVICES];
+};
+
+extern struct vgpu_runtime runtime;
+
+/* The CUresult for calls made while the configuration is malformed (cuInit already refused). */
+#define VGPU_CONFIG_REFUSED CUDA_ERROR_NOT_INITIALIZED
+
+static inline bool vgpu_active(void) { return atomic_load_explicit(&runtime.active, memory_order_acquire) != 0; }
+static inline bool vgpu_ordinal_limited(int ordinal) { return ordinal >= 0 && ordinal < runtime.device_count; }
+
+/* Attaches the shared region without enforcing anything yet (NVML-only processes use this). */
+struct vgpu_region *vgpu_runtime_region(void);
+/* Index of the device the current context belongs to, or a CUresult < 0 encoded as -(result). */
+CUresult vgpu_current_ordinal(int *ordinal);
+/* Device of a stream (NULL, legacy and per-thread streams mean the current context). */
+CUresult vgpu_stream_ordinal(CUstream stream, int *ordinal);
+
+/* ---- memory accounting (memory.c) ---------------------------------------------------------- */
+
+/* Books bytes against the device's limit; false = over the limit (returns dead processes' memory
+ * and retries once before saying so). */
+bool vgpu_reserve(int ordinal, uint64_t bytes);
+void vgpu_unreserve(int ordinal, uint64_t bytes);
+/* Forgets and uncounts every allocation made in a context the driver has destroyed. */
+void vgpu_forget_context_allocations(CUcontext context);
+
+/* ---- contexts (context.c) ------------------------------------------------------------------ */
+
+void vgpu_context_after_fork(void);
+
+/* ---- compute limit (controller.c) ---------------------------------------------------------- */
+
+/* Paces a launch of `units` threads on the stream's device when that device has a compute limit. */
+void vgpu_sm_gate(CUstream stream, uint64_t units);
+void vgpu_controller_start(void);
+/* Host pid of this process as NVML reports it, if known. */
+void vgpu_set_host_pid(pid_t host_pid);
+
+/* ---- NVML (nvml_hooks.c) ------------------------------------------------------------------- */
+
+/* NVML handle of a CUDA ordinal, by UUID; NULL if NVML is unavailable. */
+nvmlDevice_t vgpu_nvml_handle_of(int ordinal);
+
+#endif

@@ -1,0 +1,58 @@
+/* vgpu-conformance <check> [argument]: runs one check (exit 0 = pass) or a helper role of one.
+ * run-conformance.sh sets the environment of each check and prints the results. */
+#include <stdio.h>
+#include <string.h>
+
+#include "check.h"
+#include "checks.h"
+
+static const struct check CHECKS[] = {
+    {"over-limit-oom", check_over_limit},
+    {"exact-boundary", check_exact_boundary},
+    {"meminfo-reports-limit", check_meminfo_reports_limit},
+    {"null-outputs", check_null_outputs},
+    {"allocation-apis-counted", check_allocation_apis},
+    {"free-paths", check_free_paths},
+    {"usage-above-limit-no-underflow", check_usage_above_limit},
+    {"race-4x8", check_race},
+    {"sigkill-reclaim", check_kill_reclaim},
+    {"visible-index-physical", check_visible_physical},
+    {"visible-devices-uuid", check_visible_uuid},
+    {"procaddr-same-limits", check_procaddr},
+    {"dlopen-dlsym-enforced", check_dlsym},
+    {"rtld-next-preserved", check_rtld_next},
+    {"limits-file", check_limits_file},
+    {"malformed-limit-fails-cuinit", check_malformed_limits},
+    {"region-unavailable-no-exit", check_region_unavailable},
+    {"no-system-calls", check_no_system_calls},
+    {"nvml-identity", check_nvml_identity},
+    {"profiles-match-csv", check_profiles_match_csv},
+    {"nvml-memory-processes", check_nvml_memory_and_processes},
+    {"nvml-utilization", check_nvml_utilization},
+    {"nvml-xid-lost", check_nvml_failures},
+    {"mock-lazy-memory", check_mock_lazy_memory},
+    {"mock-virtual-clock", check_mock_virtual_clock},
+    {"mock-driver-surface", check_mock_driver_surface},
+    {"sm-limit", check_sm_limit},
+    {"overhead-alloc-free", check_overhead_alloc},
+    {"overhead-launch", check_overhead_launch},
+    {"race-worker", role_race_worker},
+    {"kill-holder", role_kill_holder},
+    {"process-holder", role_process_holder},
+    {"busy-half-second", role_busy_half_second},
+    {"sm-limited", role_sm_limited},
+    {"sm-competitor", role_sm_competitor},
+    {"bench-alloc", role_bench_alloc},
+    {"bench-launch", role_bench_launch},
+    {"gpu-throughput", role_gpu_throughput},
+};
+
+int main(int argc, char **argv) {
+    if (argc >= 2)
+        for (unsigned i = 0; i < sizeof CHECKS / sizeof CHECKS[0]; i++)
+            if (strcmp(argv[1], CHECKS[i].name) == 0) return CHECKS[i].run(argc, argv);
+    fprintf(stderr, "usage: %s <check> [argument]; checks:", argc > 0 ? argv[0] : "vgpu-conformance");
+    for (unsigned i = 0; i < sizeof CHECKS / sizeof CHECKS[0]; i++) fprintf(stderr, " %s", CHECKS[i].name);
+    fputc('\n', stderr);
+    return 2;
+}

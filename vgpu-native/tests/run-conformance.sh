@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# The conformance suite of vgpu-native: libvgpu.so over the mock libcuda.so.1 / libnvidia-ml.so.1,
+# on a machine without a GPU. Each check runs in a clean environment with its own mock state and
+# shared region, prints PASS or FAIL with its name, and the last line is "N passed, M failed".
+#
+#   tests/run-conformance.sh <native dir> <build dir> <profiles.csv> <cuda include dir> [check-name-filter]
+set -u
+
+NATIVE=$1
+BUILD=$2
+PROFILES_CSV=$3
+CUDA_INCLUDE=$4
+FILTER=${5:-}
+TESTS=$BUILD/tests
+BIN=$TESTS/vgpu-conformance
+LIBVGPU=$NATIVE/libvgpu.so
+CC=${CC:-cc}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-conformance.XXXXXX")
+trap '[ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"; rm -f "$TESTS/etc-vgpu-limits"' EXIT
+
+passed=0
+failed=0
+
+seconds_since() { awk -v start="$1" -v end="$(date +%s.%N)" 'BEGIN { printf "%.1f", end - start }'; }
+
+report() { # name status seconds log
+    local name=$1 status=$2 seconds=$3 log=$4
+    if [ "$status" -eq 0 ]; then
+        passed=$((passed + 1))
+        printf 'PASS %-40s %6.1f s\n' "$name" "$seconds"
+        grep -E '^  ' "$log" 2>/dev/null | head -5
+    else
+        failed=$((failed + 1))
+        printf 'FAIL %-40s %6.1f s (exit %d)\n' "$name" "$seconds" "$status"
+        tail -n 15 "$log" 2>/dev/null | sed 's/^/    | /'
+    fi
+}
+
+# check NAME [VAR=value ...] -- COMMAND [ARGS...]
+# Runs COMMAND with nothing of the caller's environment but PATH, plus the defaults below and the
+# given assignments (later ones win).
+check() {
+    local name=$1
+    shift
+    if [ -n "$FILTER" ] && [[ "$name" != *$FILTER* ]]; then
+        while [ "$1" != "--" ]; do shift; done
+        return 0
+    fi
+    local dir="$WORK/$name"
+    mkdir -p "$dir"
+    local assignments=(
+        "PATH=$PATH"
+        "LD_LIBRARY_PATH=$NATIVE"
+        "VGPU_MOCK_STATE=$dir/mock.state"
+        "VGPU_MOCK_CONTEXT_MIB=64"
+        "CUDA_DEVICE_MEMORY_SHARED_CACHE=$dir/region"
+        "VGPU_TEST_DIR=$dir"
+        "VGPU_TEST_RESULTS=$dir/results"
+        "VGPU_TEST_LIBVGPU=$LIBVGPU"
+        "VGPU_TEST_CTL=$NATIVE/vgpu-mock-ctl"
+    )
+    while [ "$1" != "--" ]; do
+        assignments+=("$1")
+        shift
+    done
+    shift
+    local start status
+    start=$(date +%s.%N)
+    env -i "${assignments[@]}" timeout 120 "$@" >"$dir/out" 2>"$dir/err"
+    status=$?
+    cat "$dir/out" >>"$dir/err"
+    grep -E '^(sm-accuracy|overhead) ' "$dir/out" >>"$WORK/measurements" 2>/dev/null
+    report "$name" "$status" "$(seconds_since "$start")" "$dir/err"
+}
+
+skip() {
+    printf 'SKIP %-40s %s\n' "$1" "$2"
+}
+
+if [ -e /etc/vgpu/limits ]; then
+    echo "FAIL environment: /etc/vgpu/limits exists on this machine and would override every check's limits"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+
+# ---- build artefacts ----------------------------------------------------------------------------
+
+exports_check() {
+    local missing=0 symbol
+    for library in libcuda.so.1 libnvidia-ml.so.1 libvgpu.so; do
+        local soname
+        soname=$(readelf -d "$NATIVE/$library" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+        [ "$soname" = "$library" ] || { echo "  $library has SONAME '$soname'" >&2; missing=1; }
+    done
+    local exported
+    exported=$(nm -D --defined-only "$NATIVE/libcuda.so.1" | awk '{print $3}' | sort)
+    for symbol in $(grep -v '^#' "$(dirname "$0")/../src/api/cuda_api.def" | awk -F'|' '{gsub(/ /,"",$1); if ($1 != "-" && $1 != "") print $1}'); do
+        grep -qx "$symbol" <<<"$exported" || { echo "  libcuda.so.1 does not export $symbol" >&2; missing=1; }
+    done
+    exported=$(nm -D --defined-only "$NATIVE/libnvidia-ml.so.1" | awk '{print $3}' | sort)
+    for symbol in $(grep -o 'nvml[A-Za-z0-9_]*(' "$(dirname "$0")/../src/include/nvml_types.h" | tr -d '(' | sort -u); do
+        grep -qx "$symbol" <<<"$exported" || { echo "  libnvidia-ml.so.1 does not export $symbol" >&2; missing=1; }
+    done
+    local leaked
+    leaked=$(nm -D --defined-only "$LIBVGPU" | awk '{print $3}' | grep -Ev '^(cu|nvml)[A-Za-z0-9_]+$|^dlsym$')
+    [ -z "$leaked" ] || { echo "  libvgpu.so exports internals: $leaked" >&2; missing=1; }
+    echo "  $(grep -v '^#' "$(dirname "$0")/../src/api/cuda_api.def" | grep -vc '^-') driver functions, $(nm -D --defined-only "$NATIVE/libnvidia-ml.so.1" | grep -c ' T nvml') NVML functions exported" >&2
+    return $missing
+}
+
+start=$(date +%s.%N)
+exports_check 2>"$WORK/exports.err"
+report "exports-and-sonames" $? "$(seconds_since "$start")" "$WORK/exports.err"
+
+abi_check() {
+    local gen=$BUILD/gen out=$WORK/abi
+    mkdir -p "$out"
+    local flags=(-std=c11 -Wall -Wextra -Werror -I"$CUDA_INCLUDE" -I"$gen" -I"$(dirname "$0")/../src/include")
+    "$CC" "${flags[@]}" -c "$(dirname "$0")/abi/abi_types.c" -o "$out/types.o" &&
+        "$CC" "${flags[@]}" -c "$(dirname "$0")/abi/abi_prototypes.c" -o "$out/prototypes.o" &&
+        "$CC" "${flags[@]}" -c "$(dirname "$0")/abi/abi_names.c" -o "$out/names.o" &&
+        "$CC" "${flags[@]}" -DCUDA_API_PER_THREAD_DEFAULT_STREAM -c "$(dirname "$0")/abi/abi_names.c" -o "$out/names_pt.o" &&
+        "$CC" "${flags[@]}" "$(dirname "$0")/abi/abi_main.c" "$out/types.o" "$out/prototypes.o" "$out/names.o" \
+            "$out/names_pt.o" -o "$out/abi-check" &&
+        "$out/abi-check"
+}
+
+if [ -f "$CUDA_INCLUDE/cuda.h" ] && [ -f "$CUDA_INCLUDE/cudaTypedefs.h" ]; then
+    start=$(date +%s.%N)
+    abi_check >"$WORK/abi.err" 2>&1
+    report "abi-matches-cuda-h" $? "$(seconds_since "$start")" "$WORK/abi.err"
+else
+    skip "abi-matches-cuda-h" "no $CUDA_INCLUDE/cuda.h: types and prototypes not compared with NVIDIA's"
+fi
+
+# ---- the mocks on their own ---------------------------------------------------------------------
+
+cat >"$WORK/devices.list" <<'EOF'
+# four physical GPUs of a mock machine, in index order
+profile=H100-SXM5-80GB uuid=GPU-aaaaaaaa-bbbb-cccc-dddd-000000000001 pci=0000:1b:00.0 numa=0 mig=enabled
+profile=T4 pci=0000:3d:00.0 numa=1
+profile=A100-SXM4-40GB nvlinks=4 numa=1
+profile=L4 health=lost
+EOF
+
+check mock-driver-surface -- "$BIN" mock-driver-surface
+check mock-virtual-clock -- "$BIN" mock-virtual-clock
+check mock-lazy-memory VGPU_MOCK_CONFIG=H200 -- "$BIN" mock-lazy-memory
+check profiles-match-csv -- "$BIN" profiles-match-csv "$PROFILES_CSV"
+check nvml-identity "VGPU_MOCK_CONFIG=$WORK/devices.list" -- "$BIN" nvml-identity
+check nvml-memory-processes -- "$BIN" nvml-memory-processes
+check nvml-utilization -- "$BIN" nvml-utilization
+check nvml-xid-lost VGPU_MOCK_CONFIG=A100-SXM4-40GB:2 VGPU_MOCK_INJECT=xid:0:31 -- "$BIN" nvml-xid-lost
+
+# ---- libvgpu.so over the mocks --------------------------------------------------------------------
+
+P="LD_PRELOAD=$LIBVGPU"
+check over-limit-oom "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" over-limit-oom
+check exact-boundary "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" exact-boundary
+check meminfo-reports-limit "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" meminfo-reports-limit
+check null-outputs "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" null-outputs
+check allocation-apis-counted "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" allocation-apis-counted
+check free-paths "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" free-paths
+check usage-above-limit-no-underflow "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" usage-above-limit-no-underflow
+check race-4x8 "$P" CUDA_DEVICE_MEMORY_LIMIT=2g -- "$BIN" race-4x8
+check sigkill-reclaim "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" sigkill-reclaim
+check visible-index-physical "$P" VGPU_MOCK_CONFIG=A100-SXM4-40GB:2 VGPU_MOCK_VISIBLE_DEVICES=1 \
+    CUDA_DEVICE_MEMORY_LIMIT_0=4096m -- "$BIN" visible-index-physical
+check visible-devices-uuid "$P" VGPU_MOCK_CONFIG=A100-SXM4-40GB:2 CUDA_VISIBLE_DEVICES=GPU-12345678-1234-1234-1234-123456780001 \
+    CUDA_DEVICE_MEMORY_LIMIT_0=4096m -- "$BIN" visible-devices-uuid
+check procaddr-same-limits "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" procaddr-same-limits
+check dlopen-dlsym-enforced "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" dlopen-dlsym-enforced
+check rtld-next-preserved "LD_PRELOAD=$LIBVGPU $TESTS/libvgpu-shim-a.so $TESTS/libvgpu-shim-b.so" -- "$BIN" rtld-next-preserved
+
+mkdir -p "$WORK/limits-file-beats-env"
+printf '# limits of this container\nCUDA_DEVICE_MEMORY_LIMIT = 512m\n\nCUDA_DEVICE_MEMORY_SHARED_CACHE=%s\n' \
+    "$WORK/limits-file-beats-env/file-region" >"$WORK/limits-file-beats-env/limits"
+check limits-file-beats-env "$P" "VGPU_LIMITS_FILE=$WORK/limits-file-beats-env/limits" CUDA_DEVICE_MEMORY_LIMIT=4g \
+    CUDA_DISABLE_CONTROL=true -- "$BIN" limits-file 536870912
+# libvgpu-syslimits.so is libvgpu.so built with its fixed path (/etc/vgpu/limits) moved to
+# $TESTS/etc-vgpu-limits: when that file exists, VGPU_LIMITS_FILE and the environment cannot override it.
+printf 'CUDA_DEVICE_MEMORY_LIMIT=256m\n' >"$TESTS/etc-vgpu-limits"
+check system-limits-file-wins "LD_PRELOAD=$TESTS/libvgpu-syslimits.so" \
+    "VGPU_LIMITS_FILE=$WORK/limits-file-beats-env/limits" CUDA_DEVICE_MEMORY_LIMIT=4g -- "$BIN" limits-file 268435456
+rm -f "$TESTS/etc-vgpu-limits"
+
+check malformed-limit-fails-cuinit "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" malformed-limit-fails-cuinit
+check region-unavailable-no-exit "$P" CUDA_DEVICE_MEMORY_LIMIT=1g \
+    CUDA_DEVICE_MEMORY_SHARED_CACHE=/nonexistent/vgpu/region -- "$BIN" region-unavailable-no-exit
+check no-system-calls "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" no-system-calls
+
+if [ -f "$CUDA_INCLUDE/cuda.h" ]; then
+    for mode in default per-thread; do
+        flags=()
+        [ "$mode" = per-thread ] && flags=(-DCUDA_API_PER_THREAD_DEFAULT_STREAM)
+        sample="$WORK/driver-api-sample-$mode"
+        if "$CC" -std=c11 -Wall -Wextra -Werror "${flags[@]}" -I"$CUDA_INCLUDE" "$(dirname "$0")/sample/driver_api_sample.c" \
+            -L"$NATIVE" -lcuda -o "$sample" 2>"$WORK/sample-$mode.err"; then
+            check "outside-program-cuda-h-$mode" "$P" CUDA_DEVICE_MEMORY_LIMIT=2147483648 -- "$sample"
+        else
+            report "outside-program-cuda-h-$mode" 1 0 "$WORK/sample-$mode.err"
+        fi
+    done
+else
+    skip "outside-program-cuda-h" "no $CUDA_INCLUDE/cuda.h to compile an outside program against"
+fi
+
+for percent in 10 25 50 75; do
+    check "sm-limit-$percent" -- "$BIN" sm-limit "$percent"
+done
+check overhead-alloc-free -- "$BIN" overhead-alloc-free
+check overhead-launch -- "$BIN" overhead-launch
+
+if [ -s "$WORK/measurements" ]; then
+    echo
+    echo "compute limit accuracy (share of device time, mock A100, random kernels of 10-200 us, unlimited competitor):"
+    printf '  %-8s %-10s %-11s %-10s\n' limit achieved competitor device
+    awk '/^sm-accuracy/ { split($2,t,"="); split($3,a,"="); split($4,c,"="); split($5,d,"=");
+         printf "  %-8s %-10s %-11s %-10s\n", t[2] "%", a[2] "%", c[2] "%", d[2] "%" }' "$WORK/measurements"
+    grep '^overhead' "$WORK/measurements" | sed 's/^/  /'
+    echo
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
