@@ -70,7 +70,7 @@ final class BenchCluster {
   static PodRequest pod(String name, long[] shape, String devicePolicy) {
     ContainerRequest container = new ContainerRequest("main", shape[0], shape[1], ContainerRequest.UNSET, shape[2]);
     return PodRequest.of(new PodRef("bench", name), List.of(container))
-        .withOverrides(new PolicyOverrides(devicePolicy, devicePolicy, ScoringWeights.DEFAULT, ""));
+        .withOverrides(new PolicyOverrides(devicePolicy, devicePolicy, ScoringWeights.DEFAULT));
   }
 
   /** The request the filter benchmarks place: one card, 8 GiB, 30% of its compute. */

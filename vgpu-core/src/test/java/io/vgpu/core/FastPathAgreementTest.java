@@ -105,7 +105,7 @@ class FastPathAgreementTest {
 
   private static PodRequest pod(String name, ContainerRequest container, String devicePolicy) {
     return PodRequest.of(new PodRef("default", name), List.of(container))
-        .withOverrides(new PolicyOverrides("binpack", devicePolicy, ScoringWeights.DEFAULT, ""));
+        .withOverrides(new PolicyOverrides("binpack", devicePolicy, ScoringWeights.DEFAULT));
   }
 
   private static NodeDevices node(String name, int number, SplittableRandom random) {

@@ -36,7 +36,7 @@ class EngineSelectionTest {
   void aPodsDevicePolicyOverridesTheConfiguration() {
     Engine engine = Engine.builder().config(EngineConfig.DEFAULT.withPolicies("binpack", "fgd")).build();
     PodRequest request =
-        pod("p", 20_480, 50).withOverrides(new PolicyOverrides("", "vgpu", ScoringWeights.DEFAULT, ""));
+        pod("p", 20_480, 50).withOverrides(new PolicyOverrides("", "vgpu", ScoringWeights.DEFAULT));
     assertThat(engine.compile(request).policy().name()).isEqualTo("vgpu");
   }
 
