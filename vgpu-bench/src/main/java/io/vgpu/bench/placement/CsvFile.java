@@ -18,6 +18,9 @@ import org.jspecify.annotations.Nullable;
  * column and the value. Fields are plain (the trace's files quote nothing); blank lines are skipped.
  */
 final class CsvFile {
+  /** More GPUs than any node has: a typo or a wrong column. */
+  static final int MAX_GPUS = 1024;
+
   private final Path path;
   private final String what;
 
@@ -61,6 +64,15 @@ final class CsvFile {
         // reported below
       }
       throw error("column '" + column + "' value '" + value + "' is not a non-negative whole number");
+    }
+
+    /** The field as a number of GPUs, at most {@link #MAX_GPUS}. */
+    int gpuCount(String column) {
+      long gpus = count(column);
+      if (gpus > MAX_GPUS) {
+        throw error("column '" + column + "' value '" + gpus + "' is more GPUs than a node can have");
+      }
+      return (int) gpus;
     }
 
     /** A one-line error about this row. */

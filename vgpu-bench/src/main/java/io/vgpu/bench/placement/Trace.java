@@ -52,11 +52,8 @@ public record Trace(String name, List<TraceNode> nodes, List<TracePod> pods) {
               if (!names.add(name)) {
                 throw row.error("column 'sn' value '" + name + "' names a node a second time");
               }
-              long gpus = row.count("gpu");
-              if (gpus > 1024) {
-                throw row.error("column 'gpu' value '" + gpus + "' is more GPUs than a node can have");
-              }
-              nodes.add(new TraceNode(name, row.count("cpu_milli"), row.count("memory_mib"), (int) gpus, row.text("model")));
+              int gpus = row.gpuCount("gpu");
+              nodes.add(new TraceNode(name, row.count("cpu_milli"), row.count("memory_mib"), gpus, row.text("model")));
             });
     if (nodes.stream().mapToLong(TraceNode::gpus).sum() == 0) {
       throw new BenchInputException(file + ": nodes file has no GPU (column 'gpu' is 0 on every node)");
@@ -70,10 +67,7 @@ public record Trace(String name, List<TraceNode> nodes, List<TracePod> pods) {
         .rows(
             List.of("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"),
             row -> {
-              long gpus = row.count("num_gpu");
-              if (gpus > 1024) {
-                throw row.error("column 'num_gpu' value '" + gpus + "' is more GPUs than a node can have");
-              }
+              int gpus = row.gpuCount("num_gpu");
               long milli = row.count("gpu_milli");
               List<String> spec =
                   Arrays.stream(row.optionalText("gpu_spec").split("\\|")).map(String::trim).filter(s -> !s.isEmpty()).toList();
@@ -82,7 +76,7 @@ public record Trace(String name, List<TraceNode> nodes, List<TracePod> pods) {
                       row.text("name"),
                       row.count("cpu_milli"),
                       row.count("memory_mib"),
-                      (int) gpus,
+                      gpus,
                       (int) Math.min(milli, TracePod.WHOLE_GPU),
                       spec));
             });

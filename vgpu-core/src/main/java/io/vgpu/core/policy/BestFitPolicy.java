@@ -3,7 +3,6 @@ package io.vgpu.core.policy;
 import io.vgpu.api.spi.CardDemand;
 import io.vgpu.api.spi.NodeView;
 import io.vgpu.api.spi.PlacementPolicy;
-import io.vgpu.api.spi.PlacementPolicyProvider;
 import io.vgpu.api.spi.PlacementView;
 
 /**
@@ -63,15 +62,10 @@ public final class BestFitPolicy implements PlacementPolicy {
   }
 
   /** Registers {@code bestfit}. */
-  public static final class Provider implements PlacementPolicyProvider {
-    @Override
-    public String name() {
-      return NAME;
-    }
-
-    @Override
-    public PlacementPolicy create() {
-      return new BestFitPolicy();
+  public static final class Provider extends NamedProvider {
+    /** The provider ServiceLoader instantiates. */
+    public Provider() {
+      super(NAME, BestFitPolicy::new);
     }
   }
 }

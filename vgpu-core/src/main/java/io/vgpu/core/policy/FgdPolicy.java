@@ -3,7 +3,6 @@ package io.vgpu.core.policy;
 import io.vgpu.api.spi.CardDemand;
 import io.vgpu.api.spi.NodeView;
 import io.vgpu.api.spi.PlacementPolicy;
-import io.vgpu.api.spi.PlacementPolicyProvider;
 import io.vgpu.api.spi.PlacementView;
 
 /**
@@ -53,17 +52,10 @@ public final class FgdPolicy implements PlacementPolicy {
 
   @Override
   public void rankCards(NodeView node, CardDemand demand, int[] order) {
-    NodeFragmentation meter = NodeFragmentation.local();
-    meter.load(node, workload.current());
-    double before = meter.fragmentation();
-    int n = meter.cards();
-    double[] keys = CardOrder.keys(n);
+    double[] keys = CardOrder.keys(node.deviceCount());
+    int n = NodeFragmentation.local().decreasesPerCard(node, workload.current(), demand, keys);
     for (int d = 0; d < n; d++) {
-      int memory = demand.memoryOn(meter.totalMemory(d));
-      keys[d] =
-          meter.cardHosts(d, memory, demand.cores())
-              ? score(before - meter.fragmentationAfterOne(d, memory, demand.cores(), 0))
-              : -1;
+      keys[d] = Double.isNaN(keys[d]) ? -1 : score(keys[d]);
     }
     CardOrder.byDecreasingKey(keys, n, order);
   }
@@ -83,15 +75,10 @@ public final class FgdPolicy implements PlacementPolicy {
   }
 
   /** Registers {@code fgd}, learning its target workload from observed requests. */
-  public static final class Provider implements PlacementPolicyProvider {
-    @Override
-    public String name() {
-      return NAME;
-    }
-
-    @Override
-    public PlacementPolicy create() {
-      return new FgdPolicy();
+  public static final class Provider extends NamedProvider {
+    /** The provider ServiceLoader instantiates. */
+    public Provider() {
+      super(NAME, FgdPolicy::new);
     }
   }
 }

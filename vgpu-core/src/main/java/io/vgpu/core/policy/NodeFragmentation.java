@@ -1,5 +1,6 @@
 package io.vgpu.core.policy;
 
+import io.vgpu.api.spi.CardDemand;
 import io.vgpu.api.spi.NodeView;
 import io.vgpu.api.spi.PlacementView;
 import org.jspecify.annotations.Nullable;
@@ -86,6 +87,26 @@ final class NodeFragmentation {
       hostCount[c] = count;
       hostIdle[c] = idleSum;
     }
+  }
+
+  /**
+   * Loads the node and writes into {@code decreases[0..n)}, for each card, how much F_n(M) would drop
+   * if that card gave one container {@code demand} (negative when fragmentation grows), or NaN for a
+   * card that could not take it. How the policies here rank cards starts from this.
+   *
+   * @return the node's number of cards
+   */
+  int decreasesPerCard(NodeView node, TargetWorkload w, CardDemand demand, double[] decreases) {
+    load(node, w);
+    double before = fragmentation();
+    for (int d = 0; d < n; d++) {
+      int memory = demand.memoryOn(totalMemory[d]);
+      decreases[d] =
+          cardHosts(d, memory, demand.cores())
+              ? before - fragmentationAfterOne(d, memory, demand.cores(), 0)
+              : Double.NaN;
+    }
+    return n;
   }
 
   /** The loaded node's number of cards. */

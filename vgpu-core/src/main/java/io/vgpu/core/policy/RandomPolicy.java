@@ -3,7 +3,6 @@ package io.vgpu.core.policy;
 import io.vgpu.api.spi.CardDemand;
 import io.vgpu.api.spi.NodeView;
 import io.vgpu.api.spi.PlacementPolicy;
-import io.vgpu.api.spi.PlacementPolicyProvider;
 import io.vgpu.api.spi.PlacementView;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -73,15 +72,10 @@ public final class RandomPolicy implements PlacementPolicy {
   }
 
   /** Registers {@code random} with the default seed. */
-  public static final class Provider implements PlacementPolicyProvider {
-    @Override
-    public String name() {
-      return NAME;
-    }
-
-    @Override
-    public PlacementPolicy create() {
-      return new RandomPolicy(DEFAULT_SEED);
+  public static final class Provider extends NamedProvider {
+    /** The provider ServiceLoader instantiates. */
+    public Provider() {
+      super(NAME, () -> new RandomPolicy(DEFAULT_SEED));
     }
   }
 }

@@ -3,7 +3,6 @@ package io.vgpu.core.policy;
 import io.vgpu.api.spi.CardDemand;
 import io.vgpu.api.spi.NodeView;
 import io.vgpu.api.spi.PlacementPolicy;
-import io.vgpu.api.spi.PlacementPolicyProvider;
 import io.vgpu.api.spi.PlacementView;
 import java.util.Map;
 
@@ -71,19 +70,16 @@ public final class VgpuPolicy implements PlacementPolicy {
 
   @Override
   public void rankCards(NodeView node, CardDemand demand, int[] order) {
+    double[] keys = CardOrder.keys(node.deviceCount());
     NodeFragmentation meter = NodeFragmentation.local();
-    meter.load(node, workload.current());
-    double before = meter.fragmentation();
-    int n = meter.cards();
-    double[] keys = CardOrder.keys(n);
+    int n = meter.decreasesPerCard(node, workload.current(), demand, keys);
     for (int d = 0; d < n; d++) {
-      int memory = demand.memoryOn(meter.totalMemory(d));
-      if (!meter.cardHosts(d, memory, demand.cores())) {
+      if (Double.isNaN(keys[d])) {
         keys[d] = Double.NEGATIVE_INFINITY;
         continue;
       }
-      double taken = CardShares.demand(node, d, memory, demand.cores());
-      double decrease = before - meter.fragmentationAfterOne(d, memory, demand.cores(), 0) - contention.of(node.type(d)) * taken;
+      double taken = CardShares.demand(node, d, demand.memoryOn(meter.totalMemory(d)), demand.cores());
+      double decrease = keys[d] - contention.of(node.type(d)) * taken;
       // Idle share is at most 1000, so this tie-break stays below the rounding step of the decrease.
       keys[d] = roundToThousandth(decrease) - meter.idle(d) * 1e-7;
     }
@@ -125,15 +121,10 @@ public final class VgpuPolicy implements PlacementPolicy {
   }
 
   /** Registers {@code vgpu}, learning its target workload from observed requests. */
-  public static final class Provider implements PlacementPolicyProvider {
-    @Override
-    public String name() {
-      return NAME;
-    }
-
-    @Override
-    public PlacementPolicy create() {
-      return new VgpuPolicy();
+  public static final class Provider extends NamedProvider {
+    /** The provider ServiceLoader instantiates. */
+    public Provider() {
+      super(NAME, VgpuPolicy::new);
     }
   }
 }
