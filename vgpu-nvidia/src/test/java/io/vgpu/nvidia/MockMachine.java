@@ -26,6 +26,11 @@ final class MockMachine {
     return Path.of(System.getProperty("vgpu.test.native", "../vgpu-native/target/native")).toAbsolutePath().normalize();
   }
 
+  /** vgpu-native's conformance program, whose helper roles act as GPU processes. */
+  static Path conformanceProgram() {
+    return nativeDirectory().resolveSibling("build").resolve("tests/vgpu-conformance");
+  }
+
   /** Skips the calling test, with the reason, when vgpu-native was not built (no C compiler). */
   static void assumeBuilt(String library) {
     Path file = nativeDirectory().resolve(library);

@@ -101,6 +101,38 @@ class ProfileInventoryTest {
   }
 
   @Test
+  void aProcessHoldingMemoryIsListedWithItsPidAndMemory(@TempDir Path dir) throws Exception {
+    Path program = MockMachine.conformanceProgram();
+    org.junit.jupiter.api.Assumptions.assumeTrue(Files.isExecutable(program), program + " was not built: skipped");
+    long contextMiB = 64;
+    ProcessBuilder builder = new ProcessBuilder(program.toString(), "process-holder");
+    builder.environment().put("LD_LIBRARY_PATH", MockMachine.nativeDirectory().toString());
+    builder.environment().put("VGPU_TEST_DIR", dir.toString());
+    builder.environment().put("VGPU_MOCK_CONTEXT_MIB", Long.toString(contextMiB));
+    Process holder = builder.redirectErrorStream(true).redirectOutput(dir.resolve("holder.log").toFile()).start();
+    try {
+      long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(20);
+      while (!Files.exists(dir.resolve("holder.ready")) && holder.isAlive() && System.nanoTime() < deadline) {
+        Thread.sleep(20);
+      }
+      assertThat(dir.resolve("holder.ready")).as(Files.readString(dir.resolve("holder.log"))).exists();
+      NvmlDevice gpu = nvml.device(0);
+      long held = (256 + contextMiB) << 20; // the role allocates 256 MiB in its primary context
+      assertThat(gpu.computeProcesses()).singleElement().satisfies(p -> {
+        assertThat(p.pid()).isEqualTo(holder.pid());
+        assertThat(p.usedGpuMemory()).isEqualTo(held);
+        assertThat(p.gpuInstanceId()).isEqualTo(0xFFFFFFFF);
+      });
+      NvmlDevice.MemoryInfo memory = gpu.memory();
+      assertThat(memory.used()).isEqualTo(held);
+      assertThat(memory.free()).isEqualTo(memory.total() - held);
+    } finally {
+      holder.destroyForcibly().waitFor();
+    }
+    assertThat(nvml.device(0).computeProcesses()).as("a dead process's memory is given back").isEmpty();
+  }
+
+  @Test
   void theNvmlSourceListsEveryProfileAsADevice(@TempDir Path sysfs) {
     List<Device> expected = new ArrayList<>();
     for (int i = 0; i < listed.size(); i++) {
