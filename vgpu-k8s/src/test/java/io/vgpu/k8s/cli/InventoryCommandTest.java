@@ -1,5 +1,6 @@
 package io.vgpu.k8s.cli;
 
+import static io.vgpu.k8s.cli.Run.vgpu;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assumptions.assumeThat;
 
@@ -7,8 +8,6 @@ import io.vgpu.mock.GpuProfile;
 import io.vgpu.mock.GpuProfiles;
 import io.vgpu.mock.MockDeviceSource;
 import java.io.IOException;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -20,15 +19,6 @@ import org.junit.jupiter.api.io.TempDir;
 
 class InventoryCommandTest {
   @TempDir Path temp;
-
-  private record Run(int code, String out, String err) {}
-
-  private static Run vgpu(String... args) {
-    StringWriter out = new StringWriter();
-    StringWriter err = new StringWriter();
-    int code = Vgpu.run(args, new PrintWriter(out), new PrintWriter(err));
-    return new Run(code, out.toString(), err.toString());
-  }
 
   @Test
   void listsMockGpusWithTheRegisterValueOfTheDeviceConfig() throws IOException {
