@@ -30,8 +30,9 @@ import org.jspecify.annotations.Nullable;
  * NVML's total in whole MiB ({@code preConfiguredDeviceMemory} for GPUs that report none), the NUMA
  * node comes from sysfs ({@code <sysfs>/bus/pci/devices/<bus id>/numa_node}) and else from NVML, else 0.
  * A GPU whose memory cannot be read because it fell off the bus starts unhealthy with 0 MiB (so it is
- * not registered). Registration values (scaling, type, split count) are {@code
- * io.vgpu.core.DeviceRegistrar}'s business, not the source's.
+ * not registered); one whose identity (UUID, index, name, PCI) cannot be read is left out, as HAMi
+ * does. Registration values (scaling, type, split count) are {@code io.vgpu.core.DeviceRegistrar}'s
+ * business, not the source's.
  *
  * <p>Health: {@link #watchHealth} starts one thread that waits on an NVML event set for Xid critical
  * errors (1 s at a time) and marks a GPU unhealthy on any Xid its {@link XidHealthPolicy} does not
@@ -97,19 +98,23 @@ public final class NvidiaDeviceSource implements DeviceSource {
   /**
    * Reads the GPUs of an open NVML; the source owns {@code nvml} from now on and closes it.
    *
-   * @throws NvmlException when NVML cannot list or identify the GPUs
+   * @throws NvmlException when NVML cannot list the GPUs
    */
   public NvidiaDeviceSource(Nvml nvml, Options options) {
     this.nvml = nvml;
     this.xidPolicy = options.xidPolicy();
     List<Gpu> found = new ArrayList<>();
     for (NvmlDevice handle : nvml.devices()) {
-      String uuid = handle.uuid();
-      int index = handle.index();
-      if (options.excludedUuids().contains(uuid) || options.excludedIndexes().contains(index)) {
-        continue;
+      try {
+        String uuid = handle.uuid();
+        int index = handle.index();
+        if (!options.excludedUuids().contains(uuid) && !options.excludedIndexes().contains(index)) {
+          found.add(read(handle, uuid, index, options));
+        }
+      } catch (NvmlException e) {
+        // As HAMi: a GPU that cannot even be identified is left out; the others still serve.
+        LOG.log(Level.WARNING, "left out a GPU NVML cannot identify: " + e.getMessage());
       }
-      found.add(read(handle, uuid, index, options));
     }
     this.gpus = List.copyOf(found);
   }

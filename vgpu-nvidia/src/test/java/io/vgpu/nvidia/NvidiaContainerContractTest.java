@@ -120,14 +120,44 @@ class NvidiaContainerContractTest {
 
   @Test
   void twoContainersOfOnePodGetTheirOwnDirectoryAndLimitsFile() {
-    ContainerContract contract = contract(ContractSettings.DEFAULT);
+    ContainerContract contract = contract(ContractSettings.DEFAULT.withLibCudaLogLevel("3"));
     Allocation first = contract.allocate(POD, UID, grant("a", gpu(GPU0, 2048, 10)), Map.of());
-    Allocation second = contract.allocate(POD, UID, grant("b", gpu(GPU0, 3072, 15)), Map.of());
-    assertThat(first.env()).containsEntry("CUDA_DEVICE_MEMORY_SHARED_CACHE", second.env().get("CUDA_DEVICE_MEMORY_SHARED_CACHE"));
-    assertThat(first.mounts().get(1).hostPath()).isEqualTo("/usr/local/vgpu/containers/" + UID + "_a");
-    assertThat(second.mounts().get(1).hostPath()).isEqualTo("/usr/local/vgpu/containers/" + UID + "_b");
-    assertThat(first.hostFiles()).singleElement().satisfies(f -> assertThat(f.hostPath()).isEqualTo("/usr/local/vgpu/limits/" + UID + "_a"));
-    assertThat(second.hostFiles().get(0).content()).contains("CUDA_DEVICE_MEMORY_LIMIT_0=3072m\nCUDA_DEVICE_SM_LIMIT=15\n");
+    Allocation second = contract.allocate(POD, UID, grant("b", gpu(GPU0, 3072, 15)), Map.of("CUDA_DISABLE_CONTROL", "true"));
+    assertThat(render(first) + render(second))
+        .isEqualTo(
+            """
+            env NVIDIA_VISIBLE_DEVICES=GPU-12345678-1234-1234-1234-123456780000
+            env CUDA_DEVICE_MEMORY_LIMIT_0=2048m
+            env CUDA_DEVICE_SM_LIMIT=10
+            env CUDA_DEVICE_MEMORY_SHARED_CACHE=/usr/local/vgpu/vgpu.cache
+            env LIBCUDA_LOG_LEVEL=3
+            mount /usr/local/vgpu/libvgpu.so <- /usr/local/vgpu/libvgpu.so ro
+            mount /usr/local/vgpu <- /usr/local/vgpu/containers/6f1c2d3e-0000-4000-8000-000000000001_a rw
+            mount /tmp/vgpulock <- /tmp/vgpulock rw
+            mount /etc/ld.so.preload <- /usr/local/vgpu/ld.so.preload ro
+            mount /etc/vgpu/limits <- /usr/local/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_a ro
+            file /usr/local/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_a
+            # vgpu limits of pod ml/train container a
+            CUDA_DEVICE_MEMORY_LIMIT_0=2048m
+            CUDA_DEVICE_SM_LIMIT=10
+            CUDA_DEVICE_MEMORY_SHARED_CACHE=/usr/local/vgpu/vgpu.cache
+            LIBCUDA_LOG_LEVEL=3
+            env NVIDIA_VISIBLE_DEVICES=GPU-12345678-1234-1234-1234-123456780000
+            env CUDA_DEVICE_MEMORY_LIMIT_0=3072m
+            env CUDA_DEVICE_SM_LIMIT=15
+            env CUDA_DEVICE_MEMORY_SHARED_CACHE=/usr/local/vgpu/vgpu.cache
+            env LIBCUDA_LOG_LEVEL=3
+            mount /usr/local/vgpu/libvgpu.so <- /usr/local/vgpu/libvgpu.so ro
+            mount /usr/local/vgpu <- /usr/local/vgpu/containers/6f1c2d3e-0000-4000-8000-000000000001_b rw
+            mount /tmp/vgpulock <- /tmp/vgpulock rw
+            mount /etc/vgpu/limits <- /usr/local/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_b ro
+            file /usr/local/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_b
+            # vgpu limits of pod ml/train container b
+            CUDA_DEVICE_MEMORY_LIMIT_0=3072m
+            CUDA_DEVICE_SM_LIMIT=15
+            CUDA_DEVICE_MEMORY_SHARED_CACHE=/usr/local/vgpu/vgpu.cache
+            LIBCUDA_LOG_LEVEL=3
+            """);
   }
 
   @Test
