@@ -31,15 +31,24 @@ final class MockMachine {
     return nativeDirectory().resolveSibling("build").resolve("tests/vgpu-conformance");
   }
 
-  /** Skips the calling test, with the reason, when vgpu-native was not built (no C compiler). */
-  static void assumeBuilt(String library) {
-    Path file = nativeDirectory().resolve(library);
-    assumeTrue(Files.isRegularFile(file), file + " was not built (vgpu-native needs a C compiler): skipped");
+  /** Whether vgpu-native built this library (it needs a C compiler). */
+  static boolean built(String library) {
+    return Files.isRegularFile(nativeDirectory().resolve(library));
   }
 
-  /** Skips unless the mock NVML exists, and starts from a fresh shared state (before the first nvmlInit). */
-  static void prepare() {
-    assumeBuilt(Nvml.LIBRARY);
+  /** Skips the calling test, with the reason, when vgpu-native was not built (no C compiler). */
+  static void assumeBuilt(String library) {
+    assumeTrue(built(library), nativeDirectory().resolve(library) + " was not built (vgpu-native needs a C compiler): skipped");
+  }
+
+  /**
+   * Starts from a fresh shared state (before the first nvmlInit); returns false, doing nothing, when the
+   * mock NVML was not built, so that each test then skips with {@link #assumeBuilt}.
+   */
+  static boolean prepare() {
+    if (!built(Nvml.LIBRARY)) {
+      return false;
+    }
     String state = System.getenv("VGPU_MOCK_STATE");
     if (state == null || System.getenv("VGPU_MOCK_CONFIG") == null) {
       throw new IllegalStateException("run through its surefire execution: VGPU_MOCK_CONFIG and VGPU_MOCK_STATE are not set");
@@ -49,6 +58,7 @@ final class MockMachine {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
+    return true;
   }
 
   /** The GPUs of the device-list file in {@code VGPU_MOCK_CONFIG}: each line's {@code key=value} fields. */
