@@ -11,6 +11,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -38,6 +39,10 @@ import org.jspecify.annotations.Nullable;
  * errors (1 s at a time) and marks a GPU unhealthy on any Xid its {@link XidHealthPolicy} does not
  * ignore, or when the GPU cannot be registered for events. As in HAMi, a failed wait marks every GPU
  * unhealthy, and there is no way back to healthy short of a new source.
+ *
+ * <p>A GPU that has fallen off the bus (NVML answers {@code NVML_ERROR_GPU_IS_LOST} about its state,
+ * checked at start and after each critical Xid) is also {@linkplain #lostDevices() lost}: still listed,
+ * unhealthy, but no longer there to offer.
  */
 public final class NvidiaDeviceSource implements DeviceSource {
   /** The source's name, as {@code --source nvml} selects it. */
@@ -59,12 +64,14 @@ public final class NvidiaDeviceSource implements DeviceSource {
     final Device device;
     final OptionalInt minorNumber;
     volatile boolean healthy;
+    volatile boolean lost;
 
-    Gpu(NvmlDevice handle, Device device, OptionalInt minorNumber) {
+    Gpu(NvmlDevice handle, Device device, OptionalInt minorNumber, boolean lost) {
       this.handle = handle;
       this.device = device;
       this.minorNumber = minorNumber;
       this.healthy = device.healthy();
+      this.lost = lost;
     }
   }
 
@@ -123,6 +130,7 @@ public final class NvidiaDeviceSource implements DeviceSource {
     String busId = handle.pciInfo().busId();
     long memoryMiB;
     boolean healthy = true;
+    boolean lost = false;
     try {
       memoryMiB = handle.memory().totalMiB();
       if (memoryMiB == 0) {
@@ -135,6 +143,7 @@ public final class NvidiaDeviceSource implements DeviceSource {
         LOG.log(Level.WARNING, "GPU " + uuid + " is unhealthy: its memory cannot be read: " + e.getMessage());
         memoryMiB = 0;
         healthy = false;
+        lost = e.error() == NvmlError.GPU_IS_LOST;
       }
     }
     OptionalInt minor;
@@ -144,7 +153,7 @@ public final class NvidiaDeviceSource implements DeviceSource {
       minor = OptionalInt.empty();
     }
     Device device = new Device(uuid, index, handle.name(), memoryMiB, numaOf(handle, busId, options.sysfs()), healthy, busId);
-    return new Gpu(handle, device, minor);
+    return new Gpu(handle, device, minor, lost);
   }
 
   /** HAMi reads sysfs; NVML's own answer is the fallback where sysfs has none (as for mock GPUs). */
@@ -183,6 +192,18 @@ public final class NvidiaDeviceSource implements DeviceSource {
     List<Device> out = new ArrayList<>(gpus.size());
     for (Gpu g : gpus) {
       out.add(g.device.healthy() == g.healthy ? g.device : g.device.withHealthy(g.healthy));
+    }
+    return out;
+  }
+
+  /** The UUIDs of the GPUs that have fallen off the bus; {@link #devices()} lists them unhealthy. */
+  @Override
+  public Set<String> lostDevices() {
+    Set<String> out = new LinkedHashSet<>();
+    for (Gpu g : gpus) {
+      if (g.lost) {
+        out.add(g.device.uuid());
+      }
     }
     return out;
   }
@@ -276,13 +297,22 @@ public final class NvidiaDeviceSource implements DeviceSource {
     return () -> listeners.remove(onChange);
   }
 
-  /** Marks a GPU unhealthy (once) and tells the listeners. */
+  /**
+   * Marks a GPU unhealthy (once), and lost as well when NVML says it has fallen off the bus, and tells
+   * the listeners.
+   */
   private void markUnhealthy(Gpu gpu, String reason) {
-    if (!gpu.healthy) {
+    boolean lostNow = !gpu.lost && isLost(gpu.handle);
+    if (!gpu.healthy && !lostNow) {
       return;
     }
+    if (lostNow) {
+      gpu.lost = true;
+    }
     gpu.healthy = false;
-    LOG.log(Level.WARNING, "GPU " + gpu.device.uuid() + " (index " + gpu.device.index() + ") is unhealthy: " + reason);
+    LOG.log(
+        Level.WARNING,
+        "GPU " + gpu.device.uuid() + " (index " + gpu.device.index() + ") is unhealthy" + (lostNow ? " and has fallen off the bus: " : ": ") + reason);
     List<Device> now = devices();
     for (Consumer<List<Device>> listener : listeners) {
       try {
@@ -290,6 +320,16 @@ public final class NvidiaDeviceSource implements DeviceSource {
       } catch (RuntimeException e) {
         LOG.log(Level.ERROR, "a health listener failed", e);
       }
+    }
+  }
+
+  /** Whether NVML says the GPU has fallen off the bus (its memory cannot be read for that reason). */
+  private static boolean isLost(NvmlDevice handle) {
+    try {
+      handle.memory();
+      return false;
+    } catch (NvmlException e) {
+      return e.error() == NvmlError.GPU_IS_LOST;
     }
   }
 

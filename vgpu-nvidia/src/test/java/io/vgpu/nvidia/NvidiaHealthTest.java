@@ -63,6 +63,7 @@ class NvidiaHealthTest {
     assertThat(devices).extracting(Device::healthy).containsExactly(true, true, true, false);
     assertThat(devices.get(3).memoryMiB()).isZero();
     assertThat(devices.get(3).uuid()).isEqualTo(MockMachine.deviceList().get(3).get("uuid"));
+    assertThat(source.lostDevices()).containsExactly(devices.get(3).uuid());
   }
 
   @Test
@@ -75,6 +76,7 @@ class NvidiaHealthTest {
       assertThat(healthy(change, 1)).isFalse();
       assertThat(healthy(change, 0)).isTrue();
       assertThat(source.devices()).isEqualTo(change);
+      assertThat(source.lostDevices()).containsExactly(change.get(1).uuid(), change.get(3).uuid());
     } finally {
       watch.close();
     }
@@ -93,6 +95,7 @@ class NvidiaHealthTest {
       assertThat(healthy(change, 2)).isFalse();
       assertThat(changes.poll(SETTLE_MILLIS, TimeUnit.MILLISECONDS)).as("no second change").isNull();
       assertThat(source.devices()).extracting(Device::healthy).containsExactly(true, true, false, false);
+      assertThat(source.lostDevices()).as("an Xid alone does not make a GPU lost").hasSize(1);
     } finally {
       watch.close();
     }
@@ -125,5 +128,6 @@ class NvidiaHealthTest {
     Thread.sleep(SETTLE_MILLIS);
     assertThat(changes).isEmpty();
     assertThat(source.devices().get(0).healthy()).as("the watcher still runs for the source").isFalse();
+    assertThat(source.lostDevices()).as("Xid 79 from a GPU still on the bus").doesNotContain(source.devices().get(0).uuid());
   }
 }

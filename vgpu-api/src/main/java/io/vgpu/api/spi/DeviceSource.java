@@ -2,6 +2,7 @@ package io.vgpu.api.spi;
 
 import io.vgpu.api.Device;
 import java.util.List;
+import java.util.Set;
 import java.util.function.Consumer;
 
 /**
@@ -19,6 +20,15 @@ public interface DeviceSource extends AutoCloseable {
    * @throws DeviceSourceException when the devices cannot be read
    */
   List<Device> devices();
+
+  /**
+   * The UUIDs of devices that have left the node (a GPU fallen off the bus): {@link #devices()} still
+   * lists them, unhealthy, but a node agent stops offering them at all. Sources whose devices cannot be
+   * lost (the default) return an empty set.
+   */
+  default Set<String> lostDevices() {
+    return Set.of();
+  }
 
   /**
    * Reports health changes as they happen, so that a device plugin can withdraw a failed GPU at once
