@@ -4,7 +4,6 @@ import io.vgpu.api.Device;
 import io.vgpu.api.SchedulableDevice;
 import io.vgpu.api.spi.DeviceSource;
 import io.vgpu.api.spi.DeviceSourceException;
-import io.vgpu.api.spi.DeviceSourceProvider;
 import io.vgpu.core.DeviceRegistrar;
 import io.vgpu.core.Engine;
 import io.vgpu.k8s.codec.HamiAnnotations;
@@ -17,11 +16,7 @@ import io.vgpu.k8s.yaml.InputException;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
-import java.util.ServiceLoader;
-import java.util.TreeSet;
 import java.util.concurrent.Callable;
 import org.jspecify.annotations.Nullable;
 import picocli.CommandLine;
@@ -48,20 +43,13 @@ final class InventoryCommand implements Callable<Integer> {
     JSON
   }
 
-  @Option(names = "--source", paramLabel = "SOURCE", defaultValue = "nvml", description = "Where the GPUs come from: nvml (the NVIDIA driver) or mock (default ${DEFAULT-VALUE}).")
-  String source;
+  @CommandLine.Mixin DeviceSourceOptions sources = new DeviceSourceOptions();
 
   @Option(names = "--output", paramLabel = "FORMAT", description = "table (default) or json.")
   Format output = Format.TABLE;
 
   @Option(names = "--device-config-file", paramLabel = "FILE", description = "HAMi's device-config YAML: its sharing settings shape the register value.")
   @Nullable Path deviceConfigFile;
-
-  @Option(names = "--mock-profile", paramLabel = "PROFILE", description = "With --source mock: the GPU profile, e.g. A100-SXM4-40GB.")
-  @Nullable String mockProfile;
-
-  @Option(names = "--mock-count", paramLabel = "N", description = "With --source mock: how many GPUs.")
-  @Nullable Integer mockCount;
 
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
@@ -71,7 +59,12 @@ final class InventoryCommand implements Callable<Integer> {
     if (deviceConfigFile != null) {
       config = new DeviceConfigReader(new HashSet<>(Engine.create().placementPolicies())).readFile(deviceConfigFile);
     }
-    List<Device> devices = read(provider(), options(config));
+    List<Device> devices;
+    try (DeviceSource source = sources.open(config)) {
+      devices = source.devices();
+    } catch (DeviceSourceException e) {
+      throw new InputException("--source " + sources.source + ": " + e.getMessage());
+    }
     List<SchedulableDevice> registered;
     try {
       registered = new DeviceRegistrar(config.schema().vendor()).register(devices, config.sharing());
@@ -83,44 +76,6 @@ final class InventoryCommand implements Callable<Integer> {
     out.print(output == Format.JSON ? SimulationJson.pretty(json(devices, register)) : table(devices, register));
     out.flush();
     return 0;
-  }
-
-  private DeviceSourceProvider provider() {
-    TreeSet<String> known = new TreeSet<>();
-    for (DeviceSourceProvider p : ServiceLoader.load(DeviceSourceProvider.class, InventoryCommand.class.getClassLoader())) {
-      if (p.name().equals(source)) {
-        return p;
-      }
-      known.add(p.name());
-    }
-    throw new InputException("--source: unknown device source '" + source + "' (known: " + String.join(", ", known) + ")");
-  }
-
-  private Map<String, String> options(DeviceConfig config) {
-    Map<String, String> options = new LinkedHashMap<>();
-    if (source.equals("mock")) {
-      if (mockProfile != null) {
-        options.put("profile", mockProfile);
-      }
-      if (mockCount != null) {
-        options.put("count", Integer.toString(mockCount));
-      }
-    } else if (mockProfile != null || mockCount != null) {
-      throw new InputException("--mock-profile and --mock-count apply to --source mock only, not to --source " + source);
-    }
-    if (source.equals("nvml") && config.preConfiguredDeviceMemory() > 0) {
-      options.put("preConfiguredDeviceMemory", Long.toString(config.preConfiguredDeviceMemory()));
-    }
-    return options;
-  }
-
-  /** The source's devices; a source that cannot start or read is an error the user can act on. */
-  private List<Device> read(DeviceSourceProvider provider, Map<String, String> options) {
-    try (DeviceSource devices = provider.create(options)) {
-      return devices.devices();
-    } catch (DeviceSourceException | IllegalArgumentException e) {
-      throw new InputException("--source " + source + ": " + e.getMessage());
-    }
   }
 
   private static ObjectNode json(List<Device> devices, String register) {

@@ -22,7 +22,7 @@ import picocli.CommandLine.ScopeType;
     mixinStandardHelpOptions = true,
     versionProvider = Vgpu.Version.class,
     description = "GPU sharing for Kubernetes, speaking HAMi's wire formats.",
-    subcommands = {SimulateCommand.class, InventoryCommand.class, SchedulerCommand.class, CommandLine.HelpCommand.class})
+    subcommands = {SimulateCommand.class, InventoryCommand.class, SchedulerCommand.class, DevicePluginCommand.class, CommandLine.HelpCommand.class})
 public final class Vgpu implements Runnable {
   private static final Logger LOG = LoggerFactory.getLogger(Vgpu.class);
 
@@ -69,7 +69,8 @@ public final class Vgpu implements Runnable {
     cli.setExecutionExceptionHandler(
         (e, c, parsed) -> {
           boolean input = e instanceof InputException;
-          err.println("vgpu: " + (input ? e.getMessage() : "internal error: " + e + (debug ? "" : " (run with --debug for details)")));
+          boolean known = input || e instanceof UnavailableException;
+          err.println("vgpu: " + (known ? e.getMessage() : "internal error: " + e + (debug ? "" : " (run with --debug for details)")));
           if (debug) {
             e.printStackTrace(err);
           } else {

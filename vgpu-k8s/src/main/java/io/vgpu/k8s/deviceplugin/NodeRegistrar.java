@@ -16,13 +16,15 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import tools.jackson.databind.node.ObjectNode;
 
 /**
  * Tells the cluster which GPUs this node has: the {@code hami.io/node-nvidia-register} annotation the
  * scheduler reads (patched only when it changes, as HAMi does), and the labels other schedulers and
  * autoscalers need ({@code nvidia.com/gpu.product}, {@code nvidia.com/gpu.memory}, {@code
- * nvidia.com/gpu.count}). The same pass refreshes what kubelet is told, so health reaches both.
+ * nvidia.com/gpu.count}). The same pass refreshes what kubelet is told, so health reaches both; a
+ * {@linkplain DeviceSource#lostDevices() lost} device leaves both.
  */
 public final class NodeRegistrar {
   /** Label: the GPU product, as a valid label value (e.g. {@code NVIDIA-A100-SXM4-40GB}). */
@@ -59,7 +61,9 @@ public final class NodeRegistrar {
    * @return whether the node was patched
    */
   public boolean register() {
-    List<Device> devices = source.devices();
+    // A GPU that fell off the bus is gone, not merely unhealthy: neither kubelet nor the scheduler sees it.
+    Set<String> lost = source.lostDevices();
+    List<Device> devices = source.devices().stream().filter(d -> !lost.contains(d.uuid())).toList();
     List<SchedulableDevice> registered = registrar.register(devices, sharing);
     advertised.update(registered);
     Node node = client.nodes().withName(nodeName).get();
