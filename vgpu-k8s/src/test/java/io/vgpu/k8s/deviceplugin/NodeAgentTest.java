@@ -8,12 +8,12 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
-import io.vgpu.api.PodRef;
 import io.vgpu.api.spi.ContainerContractProvider;
 import io.vgpu.core.Engine;
 import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.codec.NodeLockCodec;
 import io.vgpu.k8s.simulate.Phase;
+import io.vgpu.k8s.testing.ContractProviders;
 import io.vgpu.k8s.simulate.Scenario;
 import io.vgpu.k8s.simulate.ScenarioEvent;
 import io.vgpu.k8s.simulate.ScenarioParser;
@@ -89,20 +89,7 @@ class NodeAgentTest {
 
   @Test
   void allocateGivesEachContainerExactlyTheEnvSimulatePrints() throws Exception {
-    // simulate, told the node's hook path (a scenario has no such key; HAMi's default is /usr/local)
-    ContainerContractProvider nvidia = new NvidiaContainerContractProvider();
-    ContainerContractProvider onThisNode =
-        new ContainerContractProvider() {
-          @Override
-          public String vendor() {
-            return nvidia.vendor();
-          }
-
-          @Override
-          public io.vgpu.api.spi.ContainerContract create(io.vgpu.api.spi.ContractSettings settings) {
-            return nvidia.create(settings.withHookPath(hook.toString()));
-          }
-        };
+    ContainerContractProvider onThisNode = ContractProviders.withHookPath(new NvidiaContainerContractProvider(), hook);
     SimulationResult expected = new Simulator(scenario, () -> Engine.builder().loadPoliciesFromClassPath(false), onThisNode).replay();
     Map<String, Pod> manifests = new java.util.HashMap<>();
     for (ScenarioEvent e : scenario.events()) {

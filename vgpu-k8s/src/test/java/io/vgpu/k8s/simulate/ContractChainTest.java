@@ -7,12 +7,11 @@ import io.vgpu.api.ContainerGrant;
 import io.vgpu.api.Device;
 import io.vgpu.api.DeviceGrant;
 import io.vgpu.api.PodRef;
-import io.vgpu.api.spi.ContainerContract;
 import io.vgpu.api.spi.ContainerContract.Allocation;
 import io.vgpu.api.spi.ContainerContractProvider;
-import io.vgpu.api.spi.ContractSettings;
 import io.vgpu.core.Engine;
 import io.vgpu.k8s.simulate.SimulationResult.ContainerOutcome;
+import io.vgpu.k8s.testing.ContractProviders;
 import io.vgpu.k8s.simulate.SimulationResult.PodOutcome;
 import io.vgpu.mock.GpuProfile;
 import io.vgpu.mock.GpuProfiles;
@@ -68,19 +67,7 @@ class ContractChainTest {
     Scenario scenario = new ScenarioParser(Set.of()).parse(Path.of(ContractChainTest.class.getResource("/scenarios/chain.yaml").toURI()));
     ContainerContractProvider nvidia =
         ServiceLoader.load(ContainerContractProvider.class).stream().map(ServiceLoader.Provider::get).filter(p -> p.vendor().equals("NVIDIA")).findFirst().orElseThrow();
-    // The node agent's part of the settings: its HOOK_PATH, here a temporary directory.
-    ContainerContractProvider onThisNode =
-        new ContainerContractProvider() {
-          @Override
-          public String vendor() {
-            return nvidia.vendor();
-          }
-
-          @Override
-          public ContainerContract create(ContractSettings settings) {
-            return nvidia.create(settings.withHookPath(hook.toString()));
-          }
-        };
+    ContainerContractProvider onThisNode = ContractProviders.withHookPath(nvidia, hook);
     simulator = new Simulator(scenario, () -> Engine.builder().loadPoliciesFromClassPath(false), onThisNode);
     result = simulator.replay();
     mockDevices = mockMachineOf(scenario);
