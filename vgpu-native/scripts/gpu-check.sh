@@ -5,9 +5,14 @@
 #   - compute-limit accuracy: a compute-bound PTX kernel's throughput at CUDA_DEVICE_SM_LIMIT=25/50
 #     against an unlimited run (target: share +-5 points);
 #   - PyTorch: torch.cuda.mem_get_info shows the limit, allocating past it raises OutOfMemoryError,
-#     a matmul loop at SM limit 25/50 reaches that share of the unlimited throughput +-5 points.
+#     a matmul loop at SM limit 25/50 reaches that share of the unlimited throughput +-5 points;
+#   - `vgpu inventory --source nvml`: every GPU's UUID, name, memory, PCI bus id and NUMA node as the
+#     Java NVML binding reads them must equal nvidia-smi's (and sysfs's), and the register value must
+#     offer each GPU's memory under HAMi's type.
 # Takes a few minutes. Needs: an NVIDIA GPU and driver, cc, make, python3 with torch (SKIP_TORCH=1 to
-# leave PyTorch out). Uses GPU 0 only (CUDA_VISIBLE_DEVICES=0) and touches nothing outside a temp dir.
+# leave PyTorch out), and the vgpu command line from scripts/make-jre.sh (its jars, and its Java runtime
+# unless java 17+ is on PATH). Uses GPU 0 only (CUDA_VISIBLE_DEVICES=0) for the CUDA checks and touches
+# nothing outside a temp dir and target/gpu-check.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,6 +39,16 @@ if [ "${SKIP_TORCH:-0}" != 1 ]; then
         die "python3 with a CUDA-enabled torch is needed (or SKIP_TORCH=1)"
 fi
 [ ! -e /etc/vgpu/limits ] || die "/etc/vgpu/limits exists here and would override the limits this script sets"
+JAVA_BUNDLE=$HERE/target/gpu-check/java
+[ -d "$JAVA_BUNDLE/lib" ] ||
+    die "no vgpu command line in $JAVA_BUNDLE/lib: run vgpu-native/scripts/make-jre.sh where the repository is built and bring $JAVA_BUNDLE along"
+if command -v java >/dev/null && java -version 2>&1 | awk -F'"' '/version/ { split($2, v, "."); exit !(v[1] >= 17) }'; then
+    JAVA=java
+elif [ -x "$JAVA_BUNDLE/jre/bin/java" ]; then
+    JAVA=$JAVA_BUNDLE/jre/bin/java
+else
+    die "no Java 17 or newer: neither java on PATH nor $JAVA_BUNDLE/jre (scripts/make-jre.sh builds it)"
+fi
 
 echo "gpu-check: $GPU"
 echo "gpu-check: building libvgpu.so and the conformance programs"
@@ -151,13 +166,79 @@ EOF
     done
 fi
 
-# ---- vgpu inventory (reserved) ------------------------------------------------------------------
-# >>> A later issue adds the `vgpu inventory` step here: run it against this GPU, compare each field
-# >>> of the Java NVML binding with nvidia-smi, and add one row per field with `row`. <<<
+# ---- vgpu inventory: the Java NVML binding against nvidia-smi -------------------------------------
+INVENTORY=$HERE/target/gpu-check/inventory.json
+# Only the driver's libnvidia-ml.so.1 (the loader cache), never the mocks next to libvgpu.so.
+if env -i "PATH=$PATH" "HOME=${HOME:-/tmp}" "$JAVA" -cp "$JAVA_BUNDLE/lib/*" io.vgpu.k8s.cli.Vgpu inventory --source nvml \
+    --output json >"$INVENTORY" 2>"$WORK/inventory.err"; then
+    row inventory-runs PASS "$JAVA, $(grep -c '"uuid"' "$INVENTORY") GPU(s), saved in target/gpu-check/inventory.json"
+    # One line per GPU from each side: index|uuid|name|memory MiB|PCI bus id|NUMA node|health. The JSON is
+    # vgpu's own pretty print: one field per line, pciBusId last in each device.
+    awk '/"(uuid|index|model|memoryMiB|numa|health|pciBusId)":/ {
+            line = $0; sub(/^[ \t]*"/, "", line); key = line; sub(/".*/, "", key)
+            value = line; sub(/^[^:]*: /, "", value); sub(/,$/, "", value); gsub(/^"|"$/, "", value); field[key] = value
+            if (key == "pciBusId") print field["index"] "|" field["uuid"] "|" field["model"] "|" field["memoryMiB"] "|" value "|" field["numa"] "|" field["health"]
+        }' "$INVENTORY" | sort -t'|' -k1,1n >"$WORK/inventory.txt"
+    nvidia-smi --query-gpu=index,uuid,name,memory.total,pci.bus_id --format=csv,noheader,nounits |
+        while IFS=, read -r index uuid name memory bus; do
+            bus=$(echo "$bus" | tr -d ' ')
+            sysfs=$(echo "${bus#0000}" | tr 'A-Z' 'a-z') # sysfs names the domain with 4 digits
+            numa=$(cat "/sys/bus/pci/devices/$sysfs/numa_node" 2>/dev/null || echo 0)
+            [ "$numa" -ge 0 ] 2>/dev/null || numa=0
+            echo "$(echo "$index" | tr -d ' ')|$(echo "$uuid" | tr -d ' ')|${name# }|$(echo "$memory" | tr -d ' ')|$bus|$numa|true"
+        done | sort -t'|' -k1,1n >"$WORK/smi.txt"
+    gpus=$(wc -l <"$WORK/smi.txt")
+    inventory_field() { # row-name what column
+        local mismatch
+        mismatch=$(awk -F'|' -v c="$3" 'NR == FNR { got[$1] = $c; next }
+            !($1 in got) { print "GPU " $1 " is missing from the inventory"; exit }
+            got[$1] != $c { print "GPU " $1 ": vgpu says \"" got[$1] "\", nvidia-smi/sysfs say \"" $c "\""; exit }' \
+            "$WORK/inventory.txt" "$WORK/smi.txt")
+        if [ "$gpus" -eq 0 ]; then
+            row "$1" FAIL "nvidia-smi listed no GPU"
+        elif [ -n "$mismatch" ]; then
+            row "$1" FAIL "$mismatch"
+        else
+            row "$1" PASS "$2 of $gpus GPU(s) as nvidia-smi/sysfs report it"
+        fi
+    }
+    if [ "$(wc -l <"$WORK/inventory.txt")" -eq "$gpus" ]; then
+        row inventory-gpu-count PASS "$gpus GPU(s)"
+    else
+        row inventory-gpu-count FAIL "vgpu lists $(wc -l <"$WORK/inventory.txt"), nvidia-smi $gpus"
+    fi
+    inventory_field inventory-uuid UUID 2
+    inventory_field inventory-name "product name" 3
+    inventory_field inventory-memory "memory (MiB)" 4
+    inventory_field inventory-pci-bus-id "PCI bus id" 5
+    inventory_field inventory-numa "NUMA node" 6
+    inventory_field inventory-health "health (a working machine: all healthy)" 7
+    # HAMi's register value: devmem = memory (no scaling by default), type = the name, NVIDIA- prefixed if needed.
+    register=$(sed -n 's/^  "register": "\(.*\)"$/\1/p' "$INVENTORY" | sed 's/\\"/"/g')
+    missing=""
+    while IFS='|' read -r index uuid name memory bus numa health; do
+        type=$name
+        [ "${name#NVIDIA}" != "$name" ] || type="NVIDIA-$name"
+        printf '%s\n' "$register" | sed 's/},{/}\n{/g' | grep -F "\"id\":\"$uuid\"" |
+            grep -qF "\"devmem\":$memory,\"devcore\":100,\"type\":\"$type\"" || missing="GPU $index ($uuid, $memory MiB, $type)"
+    done <"$WORK/smi.txt"
+    if [ -z "$missing" ] && [ "$gpus" -gt 0 ]; then
+        row inventory-register PASS "hami.io/node-nvidia-register offers every GPU's memory under HAMi's type"
+    else
+        row inventory-register FAIL "${missing:-no GPU} not in the register value"
+    fi
+else
+    row inventory-runs FAIL "$(head -1 "$WORK/inventory.err")"
+fi
 
 echo
 echo "vgpu gpu-check on $GPU ($(date -u +%Y-%m-%d))"
 printf '%-34s %-6s %s\n' check result detail
 for line in "${rows[@]}"; do echo "$line"; done
 echo "$(( ${#rows[@]} - failures )) passed, $failures failed"
+if [ -s "${INVENTORY:-}" ]; then
+    echo
+    echo "vgpu inventory --source nvml --output json:"
+    cat "$INVENTORY"
+fi
 [ "$failures" -eq 0 ]

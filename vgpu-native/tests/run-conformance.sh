@@ -183,6 +183,15 @@ printf 'CUDA_DEVICE_MEMORY_LIMIT=256m\n' >"$TESTS/etc-vgpu-limits"
 check system-limits-file-wins "LD_PRELOAD=$TESTS/libvgpu-syslimits.so" \
     "VGPU_LIMITS_FILE=$WORK/limits-file-beats-env/limits" CUDA_DEVICE_MEMORY_LIMIT=4g -- "$BIN" limits-file 268435456
 rm -f "$TESTS/etc-vgpu-limits"
+# A shell that lost the container's environment: no limit variable at all, only the limits file, which
+# gives two devices different memory and compute limits and sets the policy and priority.
+mkdir -p "$WORK/limits-file-without-env"
+printf '%s\n' CUDA_DEVICE_MEMORY_LIMIT_0=1024m CUDA_DEVICE_MEMORY_LIMIT_1=2048m CUDA_DEVICE_SM_LIMIT=30 \
+    CUDA_DEVICE_SM_LIMIT_1=60 "CUDA_DEVICE_MEMORY_SHARED_CACHE=$WORK/limits-file-without-env/file-region" \
+    CUDA_TASK_PRIORITY=3 GPU_CORE_UTILIZATION_POLICY=force >"$WORK/limits-file-without-env/limits"
+check limits-file-without-env "$P" VGPU_MOCK_CONFIG=A100-SXM4-40GB:2 \
+    "VGPU_LIMITS_FILE=$WORK/limits-file-without-env/limits" -- "$BIN" limits-file-without-env \
+    "$WORK/limits-file-without-env/file-region" 1073741824,2147483648 30,60 3 force
 
 check malformed-limit-fails-cuinit "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" malformed-limit-fails-cuinit
 check region-unavailable-no-exit "$P" CUDA_DEVICE_MEMORY_LIMIT=1g \

@@ -17,6 +17,7 @@ int check_procaddr(int argc, char **argv);
 int check_dlsym(int argc, char **argv);
 int check_rtld_next(int argc, char **argv);
 int check_limits_file(int argc, char **argv);
+int check_limits_file_without_env(int argc, char **argv);
 int check_malformed_limits(int argc, char **argv);
 int check_region_unavailable(int argc, char **argv);
 int check_no_system_calls(int argc, char **argv);
@@ -41,5 +42,6 @@ int role_sm_competitor(int argc, char **argv);
 int role_bench_alloc(int argc, char **argv);
 int role_bench_launch(int argc, char **argv);
 int role_gpu_throughput(int argc, char **argv);
+int role_grant_report(int argc, char **argv);
 
 #endif

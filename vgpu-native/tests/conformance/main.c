@@ -22,6 +22,7 @@ static const struct check CHECKS[] = {
     {"dlopen-dlsym-enforced", check_dlsym},
     {"rtld-next-preserved", check_rtld_next},
     {"limits-file", check_limits_file},
+    {"limits-file-without-env", check_limits_file_without_env},
     {"malformed-limit-fails-cuinit", check_malformed_limits},
     {"region-unavailable-no-exit", check_region_unavailable},
     {"no-system-calls", check_no_system_calls},
@@ -45,6 +46,7 @@ static const struct check CHECKS[] = {
     {"bench-alloc", role_bench_alloc},
     {"bench-launch", role_bench_launch},
     {"gpu-throughput", role_gpu_throughput},
+    {"grant-report", role_grant_report},
 };
 
 int main(int argc, char **argv) {

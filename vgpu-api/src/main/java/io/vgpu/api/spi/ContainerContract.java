@@ -2,13 +2,18 @@ package io.vgpu.api.spi;
 
 import io.vgpu.api.ContainerGrant;
 import io.vgpu.api.PodRef;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 
 /**
  * What a container receives for its grant so that the limits are real inside it: environment,
- * mounts and device nodes. The NVIDIA contract arms the interposer library.
+ * mounts, device nodes, and the files the node agent writes on the host before the container starts.
+ * The NVIDIA contract arms the interposer library. Contracts come from a {@link
+ * ContainerContractProvider}; they are immutable and thread-safe, and {@link #allocate} does no I/O
+ * beyond reading the host's device nodes when device specs are passed.
  */
 public interface ContainerContract {
 
@@ -30,13 +35,39 @@ public interface ContainerContract {
    * @param env environment variables, in a stable order
    * @param mounts bind mounts
    * @param devices device nodes
+   * @param hostFiles files the node agent must write on the host, before the container starts, for
+   *     the mounts to show them (e.g. the container's limits file); the directories that hold them
+   *     are never mounted writable into any container
    */
-  record Allocation(Map<String, String> env, List<Mount> mounts, List<DeviceNode> devices) {
+  record Allocation(Map<String, String> env, List<Mount> mounts, List<DeviceNode> devices, List<HostFile> hostFiles) {
     /** Copies the collections. */
     public Allocation {
-      env = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(env));
+      env = Collections.unmodifiableMap(new LinkedHashMap<>(env));
       mounts = List.copyOf(mounts);
       devices = List.copyOf(devices);
+      hostFiles = List.copyOf(hostFiles);
+    }
+
+    /** An allocation that needs no file on the host. */
+    public Allocation(Map<String, String> env, List<Mount> mounts, List<DeviceNode> devices) {
+      this(env, mounts, devices, List.of());
+    }
+  }
+
+  /**
+   * A file the node agent writes on the host for one container.
+   *
+   * @param hostPath the absolute path on the host
+   * @param content the file's text (UTF-8)
+   */
+  record HostFile(String hostPath, String content) {
+    /** Validates the fields. */
+    public HostFile {
+      Objects.requireNonNull(hostPath, "hostPath");
+      Objects.requireNonNull(content, "content");
+      if (!hostPath.startsWith("/")) {
+        throw new IllegalArgumentException("host file path '" + hostPath + "' is not absolute");
+      }
     }
   }
 

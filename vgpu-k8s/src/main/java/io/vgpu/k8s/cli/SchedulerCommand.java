@@ -1,16 +1,12 @@
 package io.vgpu.k8s.cli;
 
-import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.vgpu.k8s.config.DeviceConfig;
 import io.vgpu.k8s.config.DeviceConfigReader;
 import io.vgpu.k8s.scheduler.SchedulerOptions;
 import io.vgpu.k8s.scheduler.SchedulerServer;
-import io.vgpu.k8s.yaml.InputException;
 import java.io.IOException;
 import java.net.InetAddress;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
@@ -116,7 +112,7 @@ public final class SchedulerCommand implements Callable<Integer> {
             nodeLabelSelector,
             legacyMetrics,
             syncTimeout);
-    KubernetesClient client = new KubernetesClientBuilder().withConfig(kubeConfig()).build();
+    KubernetesClient client = ClusterConnection.connect(kubeconfig);
     CountDownLatch stopped = new CountDownLatch(1);
     try (SchedulerServer server = SchedulerServer.start(options, config, client, Clock.systemUTC())) {
       Runtime.getRuntime().addShutdownHook(new Thread(stopped::countDown, "vgpu-scheduler-shutdown"));
@@ -125,16 +121,6 @@ public final class SchedulerCommand implements Callable<Integer> {
       client.close();
     }
     return 0;
-  }
-
-  private Config kubeConfig() throws IOException {
-    if (kubeconfig == null) {
-      return Config.autoConfigure(null);
-    }
-    if (!Files.isReadable(kubeconfig)) {
-      throw new InputException("--kubeconfig " + kubeconfig + ": no such readable file");
-    }
-    return Config.fromKubeconfig(Files.readString(kubeconfig));
   }
 
   /** The pod's name (POD_NAME, as HAMi's chart sets it), else the host name. */

@@ -1,7 +1,7 @@
 package io.vgpu.k8s.cli;
 
 import io.vgpu.api.PodRef;
-import io.vgpu.api.spi.ContainerContract;
+import io.vgpu.api.spi.ContainerContractProvider;
 import io.vgpu.core.Engine;
 import io.vgpu.k8s.pod.PodRefs;
 import io.vgpu.k8s.simulate.PodExplanation;
@@ -52,8 +52,14 @@ final class SimulateCommand implements Callable<Integer> {
   public Integer call() {
     Engine probe = Engine.create();
     Scenario scenario = new ScenarioParser(new HashSet<>(probe.placementPolicies())).parse(file);
-    ContainerContract contract = ServiceLoader.load(ContainerContract.class, SimulateCommand.class.getClassLoader()).findFirst().orElse(null);
-    Simulator simulator = new Simulator(scenario, Engine::builder, contract);
+    String vendor = scenario.config().schema().vendor();
+    ContainerContractProvider contracts =
+        ServiceLoader.load(ContainerContractProvider.class, SimulateCommand.class.getClassLoader()).stream()
+            .map(ServiceLoader.Provider::get)
+            .filter(p -> p.vendor().equals(vendor))
+            .findFirst()
+            .orElse(null);
+    Simulator simulator = new Simulator(scenario, Engine::builder, contracts);
     SimulationResult result = simulator.replay();
     PrintWriter out = spec.commandLine().getOut();
     if (explain != null) {

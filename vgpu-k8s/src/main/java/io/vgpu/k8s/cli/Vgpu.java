@@ -13,7 +13,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.ScopeType;
 
 /**
- * The {@code vgpu} command line. Subcommands: {@code simulate}, plus any that other modules contribute
+ * The {@code vgpu} command line. Subcommands: {@code simulate}, {@code inventory}, {@code scheduler}, plus any that other modules contribute
  * through {@link SubcommandProvider}. Bad input exits with code 2 and one line on stderr; an internal
  * error exits with 1 and one line, with the stack trace only under {@code --debug} or at debug log level.
  */
@@ -22,7 +22,7 @@ import picocli.CommandLine.ScopeType;
     mixinStandardHelpOptions = true,
     versionProvider = Vgpu.Version.class,
     description = "GPU sharing for Kubernetes, speaking HAMi's wire formats.",
-    subcommands = {SimulateCommand.class, SchedulerCommand.class, CommandLine.HelpCommand.class})
+    subcommands = {SimulateCommand.class, InventoryCommand.class, SchedulerCommand.class, DevicePluginCommand.class, CommandLine.HelpCommand.class})
 public final class Vgpu implements Runnable {
   private static final Logger LOG = LoggerFactory.getLogger(Vgpu.class);
 
@@ -69,7 +69,8 @@ public final class Vgpu implements Runnable {
     cli.setExecutionExceptionHandler(
         (e, c, parsed) -> {
           boolean input = e instanceof InputException;
-          err.println("vgpu: " + (input ? e.getMessage() : "internal error: " + e + (debug ? "" : " (run with --debug for details)")));
+          boolean known = input || e instanceof UnavailableException;
+          err.println("vgpu: " + (known ? e.getMessage() : "internal error: " + e + (debug ? "" : " (run with --debug for details)")));
           if (debug) {
             e.printStackTrace(err);
           } else {

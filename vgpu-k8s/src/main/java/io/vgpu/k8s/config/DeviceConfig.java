@@ -2,6 +2,7 @@ package io.vgpu.k8s.config;
 
 import io.vgpu.api.ResourceSchema;
 import io.vgpu.api.SharingConfig;
+import io.vgpu.api.spi.ContractSettings;
 import io.vgpu.core.EngineConfig;
 import java.util.List;
 import java.util.Objects;
@@ -100,6 +101,21 @@ public record DeviceConfig(
   /** How each node shares its cards. */
   public SharingConfig sharing() {
     return sharingOf(deviceSplitCount, deviceMemoryScaling, deviceCoreScaling, preConfiguredDeviceMemory);
+  }
+
+  /**
+   * What the container contract takes from this configuration ({@code libCudaLogLevel}, {@code
+   * gpuCorePolicy}, {@code disableCoreLimit}, and oversubscription when {@code deviceMemoryScaling > 1}),
+   * over HAMi's node defaults; the node agent adds its own hook path and device specs.
+   *
+   * @throws IllegalArgumentException when {@code libCudaLogLevel} is not a digit 0-9 or empty
+   */
+  public ContractSettings contractSettings() {
+    return ContractSettings.DEFAULT
+        .withLibCudaLogLevel(libCudaLogLevel)
+        .withGpuCorePolicy(gpuCorePolicy)
+        .withDisableCoreLimit(disableCoreLimit)
+        .withMemoryOversubscribed(deviceMemoryScaling > 1);
   }
 
   /** The engine configuration: schema and default policies. */

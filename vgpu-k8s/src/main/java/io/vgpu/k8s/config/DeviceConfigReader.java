@@ -1,5 +1,6 @@
 package io.vgpu.k8s.config;
 
+import io.vgpu.api.spi.ContractSettings;
 import io.vgpu.k8s.yaml.InputException;
 import io.vgpu.k8s.yaml.YamlList;
 import io.vgpu.k8s.yaml.YamlMap;
@@ -110,7 +111,7 @@ public final class DeviceConfigReader {
         case "deviceMemoryScaling" -> b.deviceMemoryScaling(positive(v, f));
         case "deviceCoreScaling" -> b.deviceCoreScaling(positive(v, f));
         case "preConfiguredDeviceMemory" -> b.preConfiguredDeviceMemory(v.asScalar(f).asLong(f, 0, Integer.MAX_VALUE));
-        case "libCudaLogLevel" -> b.libCudaLogLevel(v.asScalar(f).asString(f));
+        case "libCudaLogLevel" -> b.libCudaLogLevel(logLevel(v, f));
         case "enableNumaTopology" -> b.enableNumaTopology(v.asScalar(f).asBoolean(f));
         case "nodeSchedulerPolicy" -> b.nodeSchedulerPolicy(oneOf(v, f, Set.of("binpack", "spread")));
         case "gpuSchedulerPolicy" -> b.gpuSchedulerPolicy(devicePolicy(v, f));
@@ -137,6 +138,17 @@ public final class DeviceConfigReader {
     String value = node.asScalar(field).asString(field);
     if (!allowed.contains(value)) {
       throw new InputException(node.position(), field + ": unknown value '" + value + "' (known: " + String.join(", ", allowed.stream().sorted().toList()) + ")");
+    }
+    return value;
+  }
+
+  /** libvgpu.so refuses to start on a log level other than 0-9, so the reader refuses it first. */
+  private static String logLevel(YamlNode node, String field) {
+    String value = string(node, field);
+    try {
+      ContractSettings.requireLogLevel(value);
+    } catch (IllegalArgumentException e) {
+      throw new InputException(node.position(), field + ": '" + value + "' must be a digit 0-9 or empty");
     }
     return value;
   }

@@ -8,7 +8,6 @@ import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.prometheus.metrics.model.snapshots.GaugeSnapshot;
 import io.prometheus.metrics.model.snapshots.GaugeSnapshot.GaugeDataPointSnapshot;
 import io.prometheus.metrics.model.snapshots.Labels;
-import io.prometheus.metrics.model.snapshots.MetricSnapshot;
 import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import io.prometheus.metrics.model.snapshots.Unit;
 import io.vgpu.api.ContainerGrant;
@@ -21,7 +20,7 @@ import io.vgpu.core.Engine;
 import io.vgpu.core.NodeUsage;
 import io.vgpu.core.QuotaLimits;
 import io.vgpu.core.QuotaUsage;
-import java.util.ArrayList;
+import io.vgpu.k8s.server.ZonedGauges;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -133,7 +132,7 @@ public final class SchedulerMetrics {
 
     @Override
     public MetricSnapshots collect() {
-      Families f = new Families();
+      ZonedGauges f = new ZonedGauges();
       Map<String, DeviceUsage> byUuid = new LinkedHashMap<>();
       for (NodeUsage node : engine.usage()) {
         for (DeviceUsage d : node.devices()) {
@@ -194,7 +193,7 @@ public final class SchedulerMetrics {
       return f.build();
     }
 
-    private void quota(Families f, String namespace, String resource, long limit, long used) {
+    private void quota(ZonedGauges f, String namespace, String resource, long limit, long used) {
       if (limit == QuotaLimits.UNLIMITED && used == 0) {
         return;
       }
@@ -207,24 +206,4 @@ public final class SchedulerMetrics {
     }
   }
 
-  /** Gauge families built up during one scrape; every point carries HAMi's {@code zone="vGPU"}. */
-  private static final class Families {
-    private final Map<String, GaugeSnapshot.Builder> builders = new LinkedHashMap<>();
-
-    void gauge(String name, String help, double value, String... labels) {
-      String[] withZone = new String[labels.length + 2];
-      System.arraycopy(labels, 0, withZone, 0, labels.length);
-      withZone[labels.length] = "zone";
-      withZone[labels.length + 1] = "vGPU";
-      builders
-          .computeIfAbsent(name, n -> GaugeSnapshot.builder().name(n).help(help))
-          .dataPoint(GaugeDataPointSnapshot.builder().labels(Labels.of(withZone)).value(value).build());
-    }
-
-    MetricSnapshots build() {
-      List<MetricSnapshot> out = new ArrayList<>();
-      builders.values().forEach(b -> out.add(b.build()));
-      return new MetricSnapshots(out);
-    }
-  }
 }

@@ -20,7 +20,7 @@ import java.util.stream.Collectors;
 public final class SimulationText {
   private SimulationText() {}
 
-  /** The simulation's final state as tables: pods, timeline, nodes and quotas. */
+  /** The simulation's final state as tables: pods, the containers' env (with a contract), timeline, nodes and quotas. */
   public static String result(SimulationResult result) {
     StringBuilder out = new StringBuilder();
     TextTable pods = new TextTable("NAMESPACE", "NAME", "PHASE", "NODE", "DETAILS");
@@ -28,6 +28,17 @@ public final class SimulationText {
       pods.row(p.pod().namespace(), p.pod().name(), p.phase().word(), p.node().isEmpty() ? "-" : p.node(), details(p));
     }
     out.append("PODS\n").append(pods.render(""));
+    TextTable env = new TextTable("POD", "CONTAINER", "ENV");
+    boolean anyEnv = false;
+    for (PodOutcome p : result.pods()) {
+      for (ContainerOutcome c : concat(p.initContainers(), p.containers())) {
+        c.env().forEach((key, value) -> env.row(p.pod().toString(), c.name(), key + "=" + value));
+        anyEnv |= !c.env().isEmpty();
+      }
+    }
+    if (anyEnv) {
+      out.append("\nCONTAINER ENV\n").append(env.render(""));
+    }
     TextTable timeline = new TextTable("STEP", "EVENT", "SCHEDULED");
     for (Step s : result.timeline()) {
       timeline.row(Integer.toString(s.step()), s.event(), s.scheduled().isEmpty() ? "-" : refs(s.scheduled()));

@@ -11,6 +11,7 @@ import io.vgpu.api.PodRef;
 import io.vgpu.api.PodRequest;
 import io.vgpu.api.SchedulableDevice;
 import io.vgpu.api.spi.ContainerContract;
+import io.vgpu.api.spi.ContainerContractProvider;
 import io.vgpu.core.CompiledRequest;
 import io.vgpu.core.DeviceRegistrar;
 import io.vgpu.core.DeviceUsage;
@@ -53,14 +54,17 @@ import org.jspecify.annotations.Nullable;
  * parsing, the engine's filter (candidates: the nodes in file order that the pod's node selection
  * allows) and reserve, and the annotations the scheduler writes. After every event, pending pods are
  * tried again in creation order. Ties go to the node listed first, then the lowest card index (the
- * engine's rules). A pod that asks for no GPU runs on the first node its node selection allows.
+ * engine's rules). A pod that asks for no GPU runs on the first node its node selection allows. When
+ * a container contract is installed, each container with GPUs gets its allocation (env, mounts, host
+ * files) when its pod is placed, from the configuration in force then, as a device plugin would.
  *
  * <p>Not thread-safe: one simulator replays one scenario.
  */
 public final class Simulator {
   private final Scenario scenario;
   private final Supplier<Engine.Builder> engines;
-  private final @Nullable ContainerContract contract;
+  private final @Nullable ContainerContractProvider contracts;
+  private @Nullable ContainerContract contract;
   private final Map<String, Device> deviceByUuid = new HashMap<>();
   private final Map<PodRef, SimPod> pods = new LinkedHashMap<>();
   private final List<Step> timeline = new ArrayList<>();
@@ -79,6 +83,8 @@ public final class Simulator {
     String node = "";
     Map<String, String> reasons = new LinkedHashMap<>();
     String message = "";
+    /** Per container name, what the contract gave it when the pod was placed. */
+    Map<String, ContainerContract.Allocation> allocations = new LinkedHashMap<>();
 
     SimPod(PodRef ref, Pod pod) {
       this.ref = ref;
@@ -92,16 +98,19 @@ public final class Simulator {
    * @param scenario the scenario
    * @param engines makes the engine builders (placement policies are added there); a new engine is built
    *     whenever the scheduler's configuration changes
-   * @param contract what containers receive for their grants, or {@code null} to leave {@code env} out
+   * @param contracts makes the contract of what containers receive for their grants from the
+   *     configuration's {@link DeviceConfig#contractSettings()}, or {@code null} to leave {@code env} out
+   * @throws InputException when the configuration cannot make a contract
    */
-  public Simulator(Scenario scenario, Supplier<Engine.Builder> engines, @Nullable ContainerContract contract) {
+  public Simulator(Scenario scenario, Supplier<Engine.Builder> engines, @Nullable ContainerContractProvider contracts) {
     this.scenario = scenario;
     this.engines = engines;
-    this.contract = contract;
+    this.contracts = contracts;
     for (NodeSpec node : scenario.nodes()) {
       node.devices().forEach(d -> deviceByUuid.put(d.uuid(), d));
     }
     this.config = scenario.config();
+    this.contract = newContract(config);
     this.engine = newEngine(config);
     this.admission = new AdmissionMutator(config, AdmissionMutator.DEFAULT_SCHEDULER_NAME);
     this.requests = new PodRequestParser(config.schema());
@@ -173,6 +182,7 @@ public final class Simulator {
   private void reconfigure(DeviceConfig next) {
     boolean schedulerChanged = !next.engineConfig().equals(config.engineConfig());
     config = next;
+    contract = newContract(config);
     admission = new AdmissionMutator(config, AdmissionMutator.DEFAULT_SCHEDULER_NAME);
     requests = new PodRequestParser(config.schema());
     if (schedulerChanged) {
@@ -195,7 +205,18 @@ public final class Simulator {
     }
   }
 
-  // --- Engine
+  // --- Engine and contract
+
+  private @Nullable ContainerContract newContract(DeviceConfig c) {
+    if (contracts == null) {
+      return null;
+    }
+    try {
+      return contracts.create(c.contractSettings());
+    } catch (IllegalArgumentException e) {
+      throw new InputException("config: " + e.getMessage());
+    }
+  }
 
   private Engine newEngine(DeviceConfig c) {
     Engine e = engines.get().config(c.engineConfig()).build();
@@ -273,6 +294,7 @@ public final class Simulator {
       pod.grant = grant;
       pod.node = grant.node();
       pod.phase = Phase.RUNNING;
+      pod.allocations = allocate(pod, grant);
       return true;
     }
     Map<String, NodeRejection> byNode = new HashMap<>();
@@ -353,9 +375,8 @@ public final class Simulator {
         annotations.put(HamiAnnotations.DEVICES_ALLOCATED, devices);
         annotations.put(HamiAnnotations.DEVICES_TO_ALLOCATE, devices);
       }
-      PodSpec spec = pod.pod.getSpec();
-      grant.initContainers().forEach(c -> init.add(containerOutcome(pod, c, spec == null ? null : spec.getInitContainers())));
-      grant.containers().forEach(c -> app.add(containerOutcome(pod, c, spec == null ? null : spec.getContainers())));
+      grant.initContainers().forEach(c -> init.add(containerOutcome(pod, c)));
+      grant.containers().forEach(c -> app.add(containerOutcome(pod, c)));
     }
     return new PodOutcome(pod.ref, pod.phase, pod.node, annotations, init, app, pod.reasons, pod.message);
   }
@@ -373,12 +394,47 @@ public final class Simulator {
     return new PodGrant(pod.ref, pod.node, init, app);
   }
 
-  private ContainerOutcome containerOutcome(SimPod pod, ContainerGrant grant, @Nullable List<Container> manifests) {
-    Map<String, String> env = Map.of();
-    if (contract != null && !grant.devices().isEmpty()) {
-      env = contract.allocate(pod.ref, podUid(pod), grant, manifestEnv(grant.name(), manifests)).env();
+  private ContainerOutcome containerOutcome(SimPod pod, ContainerGrant grant) {
+    ContainerContract.Allocation allocation = pod.allocations.get(grant.name());
+    return new ContainerOutcome(grant.name(), grant.devices(), allocation == null ? Map.of() : allocation.env());
+  }
+
+  /** What the contract gives each container with GPUs; a container's value it cannot take is an input error. */
+  private Map<String, ContainerContract.Allocation> allocate(SimPod pod, PodGrant grant) {
+    Map<String, ContainerContract.Allocation> out = new LinkedHashMap<>();
+    if (contract == null) {
+      return out;
     }
-    return new ContainerOutcome(grant.name(), grant.devices(), env);
+    PodSpec spec = pod.pod.getSpec();
+    List<Container> manifests = new ArrayList<>();
+    if (spec != null && spec.getInitContainers() != null) {
+      manifests.addAll(spec.getInitContainers());
+    }
+    if (spec != null && spec.getContainers() != null) {
+      manifests.addAll(spec.getContainers());
+    }
+    for (ContainerGrant c : grant.allContainers()) {
+      if (!c.devices().isEmpty()) {
+        try {
+          out.put(c.name(), contract.allocate(pod.ref, podUid(pod), c, manifestEnv(c.name(), manifests)));
+        } catch (IllegalArgumentException e) {
+          throw new InputException(e.getMessage());
+        }
+      }
+    }
+    return out;
+  }
+
+  /**
+   * What the container contract gave a container of a running pod when it was placed: env, mounts and
+   * the files the node agent writes.
+   *
+   * @return the allocation, or empty when the pod is not running, the container has no GPU or no
+   *     contract is installed
+   */
+  public Optional<ContainerContract.Allocation> allocation(PodRef ref, String container) {
+    SimPod pod = pods.get(ref);
+    return pod == null || pod.phase != Phase.RUNNING ? Optional.empty() : Optional.ofNullable(pod.allocations.get(container));
   }
 
   private static String podUid(SimPod pod) {
@@ -389,11 +445,8 @@ public final class Simulator {
     return UUID.nameUUIDFromBytes(pod.ref.toString().getBytes(StandardCharsets.UTF_8)).toString();
   }
 
-  private static Map<String, String> manifestEnv(String container, @Nullable List<Container> manifests) {
+  private static Map<String, String> manifestEnv(String container, List<Container> manifests) {
     Map<String, String> env = new LinkedHashMap<>();
-    if (manifests == null) {
-      return env;
-    }
     for (Container c : manifests) {
       if (container.equals(nameOf(c)) && c.getEnv() != null) {
         for (EnvVar v : c.getEnv()) {

@@ -3,17 +3,22 @@ package io.vgpu.k8s.simulate;
 import java.util.ArrayList;
 import java.util.List;
 
-/** A plain-text table: a header and rows, columns padded to their widest cell, two spaces apart. */
-final class TextTable {
+/**
+ * A plain-text table: a header and rows, columns padded to their widest cell, two spaces apart. Used by
+ * the readable outputs of the command line.
+ */
+public final class TextTable {
   private final List<String[]> rows = new ArrayList<>();
   private final int columns;
 
-  TextTable(String... header) {
+  /** A table with this header row. */
+  public TextTable(String... header) {
     this.columns = header.length;
     rows.add(header);
   }
 
-  void row(String... cells) {
+  /** Adds a row of exactly as many cells as the header has. */
+  public void row(String... cells) {
     if (cells.length != columns) {
       throw new IllegalArgumentException("expected " + columns + " cells, got " + cells.length);
     }
@@ -21,7 +26,7 @@ final class TextTable {
   }
 
   /** The table with each line prefixed by {@code indent}; trailing spaces are trimmed. */
-  String render(String indent) {
+  public String render(String indent) {
     int[] widths = new int[columns];
     for (String[] row : rows) {
       for (int c = 0; c < columns; c++) {

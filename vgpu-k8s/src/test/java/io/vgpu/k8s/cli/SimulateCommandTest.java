@@ -1,10 +1,9 @@
 package io.vgpu.k8s.cli;
 
+import static io.vgpu.k8s.cli.Run.vgpu;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.IOException;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.io.UncheckedIOException;
 import java.net.URISyntaxException;
 import java.nio.file.Files;
@@ -14,16 +13,6 @@ import org.junit.jupiter.api.io.TempDir;
 
 class SimulateCommandTest {
   @TempDir Path temp;
-
-  /** What one run of the command line printed. */
-  private record Run(int code, String out, String err) {}
-
-  private static Run vgpu(String... args) {
-    StringWriter out = new StringWriter();
-    StringWriter err = new StringWriter();
-    int code = Vgpu.run(args, new PrintWriter(out), new PrintWriter(err));
-    return new Run(code, out.toString(), err.toString());
-  }
 
   private static String resource(String name) {
     try {

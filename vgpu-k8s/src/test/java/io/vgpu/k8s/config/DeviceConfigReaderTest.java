@@ -107,6 +107,7 @@ class DeviceConfigReaderTest {
         .hasMessage("c.yaml:1:21: config.gpuSchedulerPolicy: unknown policy 'best' in 'binpack,best' (known: binpack, mutex, numa, spread, topology-aware, fgd)");
     assertThatThrownBy(() -> read("gpuCorePolicy: sometimes\n")).hasMessageContaining("config.gpuCorePolicy: unknown value 'sometimes'");
     assertThatThrownBy(() -> read("resourceCountName: \"\"\n")).hasMessage("c.yaml:1:20: config.resourceCountName: must not be empty");
+    assertThatThrownBy(() -> read("libCudaLogLevel: debug\n")).hasMessage("c.yaml:1:18: config.libCudaLogLevel: 'debug' must be a digit 0-9 or empty");
     assertThatThrownBy(() -> read("migProfileAllowlist: [{models: [A30], profiles: [big]}]\n"))
         .hasMessageContaining("config.migProfileAllowlist[0].profiles: 'big' is not a MIG profile");
   }

@@ -6,6 +6,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.vgpu.api.DeviceGrant;
 import io.vgpu.api.PodRef;
 import io.vgpu.api.spi.ContainerContract;
+import io.vgpu.api.spi.ContainerContractProvider;
+import io.vgpu.api.spi.ContractSettings;
+import java.util.function.Function;
 import io.vgpu.core.Engine;
 import io.vgpu.k8s.simulate.SimulationResult.PodOutcome;
 import io.vgpu.k8s.yaml.InputException;
@@ -22,12 +25,30 @@ class SimulatorTest {
   private static final String CARD_W1 = "GPU-00000000-0000-0000-0000-000000000000";
 
   private static Simulator simulator(String yaml) {
-    return simulator(yaml, null);
+    return simulator(yaml, (ContainerContract) null);
   }
 
   private static Simulator simulator(String yaml, ContainerContract contract) {
+    return simulator(yaml, contract == null ? null : settings -> contract);
+  }
+
+  private static Simulator simulator(String yaml, Function<ContractSettings, ContainerContract> contracts) {
     Scenario scenario = new ScenarioParser(Set.of()).parse(YamlReader.read(yaml, "s.yaml"));
-    return new Simulator(scenario, () -> Engine.builder().loadPoliciesFromClassPath(false), contract);
+    ContainerContractProvider provider =
+        contracts == null
+            ? null
+            : new ContainerContractProvider() {
+              @Override
+              public String vendor() {
+                return "NVIDIA";
+              }
+
+              @Override
+              public ContainerContract create(ContractSettings settings) {
+                return contracts.apply(settings);
+              }
+            };
+    return new Simulator(scenario, () -> Engine.builder().loadPoliciesFromClassPath(false), provider);
   }
 
   private static SimulationResult replay(String yaml) {
@@ -210,6 +231,40 @@ class SimulatorTest {
             .replay();
     assertThat(pod(r, "p").containers().get(0).env()).containsEntry("NVIDIA_VISIBLE_DEVICES", CARD_W1).containsEntry("FROM_MANIFEST", "x");
     assertThat(pod(r, "p").containers().get(1).env()).isEmpty();
+  }
+
+  @Test
+  void eachPodGetsTheContractOfTheConfigurationInForceWhenItWasPlaced() {
+    Function<ContractSettings, ContainerContract> contracts =
+        settings ->
+            (pod, uid, grant, env) ->
+                new ContainerContract.Allocation(
+                    Map.of("LOG", settings.libCudaLogLevel(), "OVERSUBSCRIBED", Boolean.toString(settings.memoryOversubscribed())), List.of(), List.of());
+    String gpu = "resources: {limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: 1000}}";
+    Simulator simulator =
+        simulator(
+            ONE_NODE
+                + "events:\n"
+                + "  - create: {metadata: {name: before}, spec: {containers: [{name: c, " + gpu + "}]}}\n"
+                + "  - setConfig: {libCudaLogLevel: 4, deviceMemoryScaling: 2}\n"
+                + "  - create: {metadata: {name: after}, spec: {containers: [{name: c, " + gpu + "}]}}\n",
+            contracts);
+    SimulationResult r = simulator.replay();
+    assertThat(pod(r, "before").containers().get(0).env()).containsEntry("LOG", "1").containsEntry("OVERSUBSCRIBED", "false");
+    assertThat(pod(r, "after").containers().get(0).env()).containsEntry("LOG", "4").containsEntry("OVERSUBSCRIBED", "true");
+    assertThat(simulator.allocation(new PodRef("default", "after"), "c")).get().extracting(a -> a.env().get("LOG")).isEqualTo("4");
+    assertThat(simulator.allocation(new PodRef("default", "after"), "missing")).isEmpty();
+  }
+
+  @Test
+  void aContainerValueTheContractRefusesIsAnInputError() {
+    ContainerContract refusing =
+        (pod, uid, grant, env) -> {
+          throw new IllegalArgumentException("pod " + pod + " container " + grant.name() + ": env X='y' is bad");
+        };
+    assertThatThrownBy(() -> simulator(ONE_NODE + "events:\n  - create: {metadata: {name: p}, spec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]}}\n", refusing).replay())
+        .isInstanceOf(InputException.class)
+        .hasMessage("pod default/p container c: env X='y' is bad");
   }
 
   @Test

@@ -1,0 +1,74 @@
+package io.vgpu.k8s.cli;
+
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.vgpu.api.spi.DeviceSource;
+import io.vgpu.k8s.config.DeviceConfig;
+import io.vgpu.k8s.config.DeviceConfigReader;
+import io.vgpu.k8s.deviceplugin.NodeAgent;
+import io.vgpu.k8s.yaml.InputException;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import org.jspecify.annotations.Nullable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code vgpu device-plugin}: the node agent — kubelet device plugin, node registration, the
+ * interposer on the host, and the node monitor's metrics.
+ */
+@Command(
+    name = "device-plugin",
+    mixinStandardHelpOptions = true,
+    description = "Run the node agent: kubelet device plugin, node registration and node monitor.")
+public final class DevicePluginCommand implements Callable<Integer> {
+  @Option(names = "--device-config-file", description = "HAMi's device-config YAML (its nvidia section).")
+  @Nullable Path deviceConfigFile;
+
+  @CommandLine.Mixin DeviceSourceOptions sources = new DeviceSourceOptions();
+
+  @Option(names = "--kubeconfig", description = "Kubeconfig file; without it, the in-cluster configuration.")
+  @Nullable Path kubeconfig;
+
+  @Option(names = "--device-plugin-dir", defaultValue = "/var/lib/kubelet/device-plugins", description = "kubelet's device-plugin directory (default ${DEFAULT-VALUE}).")
+  Path pluginDirectory;
+
+  @Option(names = "--node-name", description = "This node's name (default: the NODE_NAME environment variable).")
+  @Nullable String nodeName;
+
+  @Option(names = "--hook-path", description = "Where the interposer is installed, <hook>/vgpu (default: HOOK_PATH, else /usr/local).")
+  @Nullable Path hookPath;
+
+  @Option(names = "--metrics-bind-address", defaultValue = ":9394", description = "The node monitor's address; empty for none (default ${DEFAULT-VALUE}).")
+  String metricsBind;
+
+  @Override
+  public Integer call() throws Exception {
+    String node = nodeName != null ? nodeName : System.getenv("NODE_NAME");
+    if (node == null || node.isEmpty()) {
+      throw new InputException("--node-name is not given and NODE_NAME is not set");
+    }
+    DeviceConfig config = deviceConfigFile == null ? DeviceConfig.DEFAULT : new DeviceConfigReader(Set.of()).readFile(deviceConfigFile);
+    Path hook = hookPath != null ? hookPath : Path.of(System.getenv().getOrDefault("HOOK_PATH", "/usr/local"));
+    DeviceSource devices = sources.open(config);
+    KubernetesClient client;
+    try {
+      client = ClusterConnection.connect(kubeconfig);
+    } catch (RuntimeException e) {
+      devices.close();
+      throw e;
+    }
+    CountDownLatch stopped = new CountDownLatch(1);
+    NodeAgent.Options options = new NodeAgent.Options(node, hook, pluginDirectory, "nvidia-gpu.sock", metricsBind, true);
+    try (NodeAgent agent = NodeAgent.start(options, config, devices, client, Clock.systemUTC())) {
+      Runtime.getRuntime().addShutdownHook(new Thread(stopped::countDown, "vgpu-node-agent-shutdown"));
+      stopped.await();
+    } finally {
+      client.close();
+    }
+    return 0;
+  }
+}

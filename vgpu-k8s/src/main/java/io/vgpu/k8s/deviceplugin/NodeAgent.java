@@ -1,0 +1,317 @@
+package io.vgpu.k8s.deviceplugin;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
+import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import io.vgpu.api.spi.ContainerContract;
+import io.vgpu.api.spi.ContainerContractProvider;
+import io.vgpu.api.spi.ContractSettings;
+import io.vgpu.api.spi.DeviceSource;
+import io.vgpu.core.DeviceRegistrar;
+import io.vgpu.k8s.codec.HamiAnnotations;
+import io.vgpu.k8s.config.DeviceConfig;
+import io.vgpu.k8s.scheduler.NodeLock;
+import io.vgpu.k8s.server.HttpService;
+import io.vgpu.nvidia.HookLayout;
+import io.vgpu.nvidia.HostPreparation;
+import io.vgpu.nvidia.Interposer;
+import io.vgpu.nvidia.NvidiaDeviceSource;
+import io.vgpu.nvidia.NvmlDevice;
+import io.vgpu.nvidia.NvmlException;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.List;
+import java.util.ServiceLoader;
+import java.util.Set;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * {@code vgpu device-plugin} assembled: the interposer installed on the host, the kubelet device
+ * plugin (kept registered across kubelet restarts), the node's registration for the scheduler every
+ * 30 seconds (5 after an error, at once on a health change), per-container host directories created
+ * at Allocate and removed when their pod is gone, and the node monitor's metrics.
+ */
+public final class NodeAgent implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(NodeAgent.class);
+  private static final Duration REGISTER_INTERVAL = Duration.ofSeconds(30);
+  private static final Duration REGISTER_RETRY = Duration.ofSeconds(5);
+  private static final Duration KUBELET_CHECK = Duration.ofSeconds(2);
+  private static final Duration CLEANUP_INTERVAL = Duration.ofSeconds(60);
+
+  /**
+   * How the agent runs.
+   *
+   * @param nodeName this node (from {@code NODE_NAME} or {@code --node-name})
+   * @param hookPath HAMi's {@code HOOK_PATH}: the interposer lives in {@code <hookPath>/vgpu}
+   * @param pluginDirectory kubelet's device-plugin directory
+   * @param endpoint the plugin's socket name (HAMi: {@code nvidia-gpu.sock})
+   * @param metricsBind the monitor's address, or empty for no monitor
+   * @param fieldSelector whether to ask the API server for this node's pods only (off for test servers
+   *     that cannot evaluate {@code spec.nodeName} selectors)
+   */
+  public record Options(String nodeName, Path hookPath, Path pluginDirectory, String endpoint, String metricsBind, boolean fieldSelector) {}
+
+  private final KubernetesClient client;
+  private final Options options;
+  private final DeviceSource source;
+  private final HookLayout layout;
+  private final AdvertisedDevices advertised;
+  private final NodeRegistrar registrar;
+  private final KubeletPlugin plugin;
+  private final SharedIndexInformer<Pod> pods;
+  private final ScheduledExecutorService background;
+  private final DeviceSource.Subscription health;
+  private final @Nullable HttpService monitor;
+
+  private NodeAgent(Builder b) {
+    this.client = b.client;
+    this.options = b.options;
+    this.source = b.source;
+    this.layout = b.layout;
+    this.advertised = b.advertised;
+    this.registrar = b.registrar;
+    this.plugin = b.plugin;
+    this.pods = b.pods;
+    this.background = b.background;
+    this.health = b.health;
+    this.monitor = b.monitor;
+  }
+
+  private static final class Builder {
+    KubernetesClient client;
+    Options options;
+    DeviceSource source;
+    HookLayout layout;
+    AdvertisedDevices advertised;
+    NodeRegistrar registrar;
+    KubeletPlugin plugin;
+    SharedIndexInformer<Pod> pods;
+    ScheduledExecutorService background;
+    DeviceSource.Subscription health;
+    HttpService monitor;
+  }
+
+  /**
+   * Starts the agent.
+   *
+   * @throws IOException when the interposer cannot be installed or the monitor cannot bind
+   */
+  public static NodeAgent start(Options options, DeviceConfig config, DeviceSource source, KubernetesClient client, Clock clock) throws IOException {
+    Builder b = new Builder();
+    b.client = client;
+    b.options = options;
+    b.source = source;
+    b.layout = new HookLayout(options.hookPath().toString());
+    if (Interposer.bundled()) {
+      Interposer.Installation installed = Interposer.install(options.hookPath());
+      LOG.info("interposer {} at {}", installed.changed() ? "installed" : "already current", installed.library());
+    } else {
+      LOG.warn("this build carries no libvgpu.so (it was built without a C compiler): containers get their env but no enforcement");
+    }
+    ContractSettings settings = config.contractSettings().withHookPath(options.hookPath().toString());
+    if (source instanceof NvidiaDeviceSource nvidia && settings.passDeviceSpecs()) {
+      settings = settings.withDeviceSpecs(settings.devRoot(), nvidia.deviceNodes());
+    }
+    ContainerContract contract = contractFor(config.schema().vendor(), settings);
+    b.advertised = new AdvertisedDevices(config.enableNumaTopology());
+    b.registrar = new NodeRegistrar(client, options.nodeName(), source, new DeviceRegistrar(config.schema().vendor()), config.sharing(), b.advertised);
+    PodAllocator allocator =
+        new PodAllocator(
+            client,
+            options.nodeName(),
+            (pod, uid, grant, env) -> {
+              ContainerContract.Allocation allocation = contract.allocate(pod, uid, grant, env);
+              try {
+                HostPreparation.prepare(allocation);
+              } catch (IOException e) {
+                throw new PodAllocator.AllocationException("preparing the host for " + pod + " container " + grant.name() + ": " + e.getMessage());
+              }
+              return allocation;
+            },
+            new NodeLock(client, Duration.ofMinutes(5), clock),
+            options.fieldSelector());
+    b.plugin = new KubeletPlugin(options.pluginDirectory(), options.endpoint(), config.schema().countResource(), new DevicePluginService(b.advertised, allocator));
+    // The scheduler labels every pod it assigns here, as HAMi's monitor relies on.
+    b.pods = client.pods().inAnyNamespace().withLabel(HamiAnnotations.ASSIGNED_NODE, options.nodeName()).runnableInformer(0);
+    try {
+      b.pods.start().toCompletableFuture().get(60, TimeUnit.SECONDS);
+    } catch (Exception e) {
+      throw new IOException("the pod cache of node " + options.nodeName() + " did not sync: " + e.getMessage(), e);
+    }
+    b.background =
+        Executors.newScheduledThreadPool(
+            2,
+            r -> {
+              Thread t = new Thread(r, "vgpu-node-agent");
+              t.setDaemon(true);
+              return t;
+            });
+    if (!options.metricsBind().isEmpty()) {
+      PrometheusRegistry registry = new PrometheusRegistry();
+      HookLayout layout = b.layout;
+      registry.register(
+          new NodeMonitor(
+              options.nodeName(),
+              () -> b.pods.getIndexer().list(),
+              (uid, container) -> Path.of(layout.containerDirectory(uid, container), HookLayout.REGION_NAME),
+              hostGpus(source),
+              clock));
+      InetSocketAddress address = HttpService.parseAddress("--metrics-bind-address", options.metricsBind());
+      b.monitor = HttpService.builder(address).name("monitor").threads(2).route("GET", "/metrics", r -> metrics(registry)).start();
+    }
+    NodeAgent[] self = new NodeAgent[1];
+    b.health = source.watchHealth(devices -> b.background.execute(() -> self[0].registrarPassOk()));
+    NodeAgent agent = new NodeAgent(b);
+    self[0] = agent;
+    agent.scheduleRegistration(Duration.ZERO);
+    b.background.scheduleWithFixedDelay(agent::keepRegistered, 0, KUBELET_CHECK.toMillis(), TimeUnit.MILLISECONDS);
+    b.background.scheduleWithFixedDelay(agent::cleanUp, CLEANUP_INTERVAL.toMillis(), CLEANUP_INTERVAL.toMillis(), TimeUnit.MILLISECONDS);
+    LOG.info("vgpu node agent for {} serving {} in {}", options.nodeName(), config.schema().countResource(), options.pluginDirectory());
+    return agent;
+  }
+
+  /** The vendor's contract, found through {@link ServiceLoader}. */
+  static ContainerContract contractFor(String vendor, ContractSettings settings) {
+    for (ContainerContractProvider provider : ServiceLoader.load(ContainerContractProvider.class, NodeAgent.class.getClassLoader())) {
+      if (provider.vendor().equals(vendor)) {
+        return provider.create(settings);
+      }
+    }
+    throw new IllegalStateException("no container contract for vendor " + vendor + " on the class path (vgpu-nvidia missing?)");
+  }
+
+  /** Host GPU statistics for the monitor: from NVML when the source reads NVML, else none. */
+  private static NodeMonitor.HostGpus hostGpus(DeviceSource source) {
+    if (!(source instanceof NvidiaDeviceSource nvidia)) {
+      return List::of;
+    }
+    return () -> {
+      List<NodeMonitor.HostGpu> out = new ArrayList<>();
+      for (NvmlDevice d : nvidia.nvml().devices()) {
+        try {
+          String name = d.name();
+          String type = name.startsWith("NVIDIA") ? name : "NVIDIA-" + name;
+          NvmlDevice.Utilization u = d.utilization();
+          out.add(new NodeMonitor.HostGpu(d.index(), d.uuid(), type, d.memory().used(), u.gpu(), u.memory()));
+        } catch (NvmlException e) {
+          LOG.debug("no statistics for a GPU: {}", e.getMessage());
+        }
+      }
+      return out;
+    };
+  }
+
+  private static HttpService.Response metrics(PrometheusRegistry registry) throws IOException {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    PrometheusTextFormatWriter.create().write(out, registry.scrape());
+    return new HttpService.Response(200, PrometheusTextFormatWriter.CONTENT_TYPE, out.toByteArray());
+  }
+
+  /** The monitor's port, or -1 without a monitor. */
+  public int monitorPort() {
+    return monitor == null ? -1 : monitor.port();
+  }
+
+  /** What kubelet is told now. */
+  public AdvertisedDevices advertised() {
+    return advertised;
+  }
+
+  private void scheduleRegistration(Duration delay) {
+    background.schedule(
+        () -> scheduleRegistration(registrarPassOk() ? REGISTER_INTERVAL : REGISTER_RETRY), delay.toMillis(), TimeUnit.MILLISECONDS);
+  }
+
+  private boolean registrarPassOk() {
+    try {
+      registrar.register();
+      return true;
+    } catch (RuntimeException e) {
+      LOG.warn("registering node {} failed: {}", options.nodeName(), HttpService.oneLine(String.valueOf(e.getMessage())));
+      return false;
+    }
+  }
+
+  private void keepRegistered() {
+    try {
+      plugin.ensureRegistered();
+    } catch (RuntimeException e) {
+      LOG.warn("kubelet registration: {}", HttpService.oneLine(String.valueOf(e.getMessage())));
+    }
+  }
+
+  /**
+   * Removes per-container directories and limits files whose pod no longer runs on this node. Only
+   * entries of pods the cache does not know are removed, and only while the cache is in sync.
+   */
+  void cleanUp() {
+    if (!pods.hasSynced()) {
+      return;
+    }
+    Set<String> live = new HashSet<>();
+    for (Pod pod : pods.getIndexer().list()) {
+      if (pod.getMetadata().getUid() != null) {
+        live.add(pod.getMetadata().getUid());
+      }
+    }
+    removeStale(Path.of(layout.vgpuDirectory(), "containers"), live);
+    removeStale(Path.of(layout.vgpuDirectory(), "limits"), live);
+  }
+
+  private static void removeStale(Path directory, Set<String> liveUids) {
+    if (!Files.isDirectory(directory)) {
+      return;
+    }
+    try (DirectoryStream<Path> entries = Files.newDirectoryStream(directory)) {
+      for (Path entry : entries) {
+        String name = entry.getFileName().toString();
+        int cut = name.indexOf('_');
+        if (cut <= 0 || liveUids.contains(name.substring(0, cut))) {
+          continue;
+        }
+        deleteRecursively(entry);
+        LOG.info("removed {} of a pod that is gone", entry);
+      }
+    } catch (IOException | UncheckedIOException e) {
+      LOG.warn("cleaning {}: {}", directory, e.getMessage());
+    }
+  }
+
+  private static void deleteRecursively(Path path) throws IOException {
+    try (Stream<Path> walk = Files.walk(path)) {
+      for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
+        Files.deleteIfExists(p);
+      }
+    }
+  }
+
+  @Override
+  public void close() {
+    health.close();
+    background.shutdownNow();
+    plugin.close();
+    pods.close();
+    if (monitor != null) {
+      monitor.close();
+    }
+    source.close();
+  }
+}

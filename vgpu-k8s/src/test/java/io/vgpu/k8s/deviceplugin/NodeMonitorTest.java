@@ -1,0 +1,66 @@
+package io.vgpu.k8s.deviceplugin;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import io.vgpu.k8s.codec.HamiAnnotations;
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The node monitor's metrics, with HAMi's names and labels. */
+class NodeMonitorTest {
+  static final String GPU0 = "GPU-12345678-1234-1234-1234-123456780000";
+
+  private static Pod granted(String name, String uid, String allocated) {
+    return new PodBuilder()
+        .withNewMetadata().withName(name).withNamespace("team").withUid(uid)
+        .addToAnnotations(HamiAnnotations.ASSIGNED_NODE, "n1")
+        .addToAnnotations(HamiAnnotations.DEVICES_ALLOCATED, allocated)
+        .endMetadata()
+        .withNewSpec().addNewContainer().withName("gpu").endContainer().endSpec()
+        .withNewStatus().withPhase("Running").endStatus()
+        .build();
+  }
+
+  private static String scrape(NodeMonitor monitor) throws Exception {
+    PrometheusRegistry registry = new PrometheusRegistry();
+    registry.register(monitor);
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    PrometheusTextFormatWriter.create().write(out, registry.scrape());
+    return out.toString(StandardCharsets.UTF_8);
+  }
+
+  @Test
+  void aGrantedContainerIsReportedBeforeItTouchesTheGpu(@TempDir Path dir) throws Exception {
+    NodeMonitor monitor =
+        new NodeMonitor("n1", () -> List.of(granted("idle", "uid-idle", GPU0 + ",NVIDIA,4096,25:;")), (uid, c) -> dir.resolve(uid + "_" + c + "/vgpu.shr"),
+            () -> List.of(new NodeMonitor.HostGpu(0, GPU0, "NVIDIA-NVIDIA A100-SXM4-40GB", 1L << 30, 37, 12)), Clock.systemUTC());
+    String text = scrape(monitor);
+    String labels = "container=\"gpu\",device_uuid=\"" + GPU0 + "\",namespace=\"team\",pod=\"idle\",vdevice_index=\"0\",zone=\"vGPU\"";
+    assertThat(text)
+        .contains("hami_vgpu_memory_limit_bytes{" + labels + "} 4.294967296E9")
+        .contains("hami_vgpu_memory_used_bytes{" + labels + "} 0.0")
+        .contains("hami_container_device_utilization_ratio{" + labels + "} 0.0")
+        .contains("hami_host_gpu_utilization_ratio{device_index=\"0\",device_type=\"NVIDIA-NVIDIA A100-SXM4-40GB\",device_uuid=\"" + GPU0 + "\",node=\"n1\",zone=\"vGPU\"} 37.0")
+        .contains("hami_host_gpu_memory_used_bytes{")
+        .contains("hami_host_gpu_memory_controller_utilization_ratio{");
+  }
+
+  @Test
+  void podsOfOtherNodesAndFinishedPodsAreLeftOut(@TempDir Path dir) throws Exception {
+    Pod elsewhere = granted("elsewhere", "u1", GPU0 + ",NVIDIA,1,0:;");
+    elsewhere.getMetadata().getAnnotations().put(HamiAnnotations.ASSIGNED_NODE, "n2");
+    Pod done = granted("done", "u2", GPU0 + ",NVIDIA,1,0:;");
+    done.getStatus().setPhase("Succeeded");
+    NodeMonitor monitor = new NodeMonitor("n1", () -> List.of(elsewhere, done), (uid, c) -> dir.resolve("x"), List::of, Clock.systemUTC());
+    assertThat(scrape(monitor)).doesNotContain("hami_vgpu_memory_limit_bytes");
+  }
+}
