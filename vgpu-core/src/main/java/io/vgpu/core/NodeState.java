@@ -60,7 +60,7 @@ final class NodeState implements NodeView {
     this.types = types;
     this.modes = modes;
     this.data = data;
-    this.usageScore = computeUsageScore(data, uuids.length);
+    this.usageScore = HamiPolicy.usageScore(this); // reads only data and deviceCount, both set above
     int roomiest = roomiestCard(data, uuids.length);
     int base = roomiest * STRIDE;
     this.roomiestFreeMem = roomiest < 0 ? -1 : data[base + TOTAL_MEM] - data[base + USED_MEM];
@@ -174,32 +174,6 @@ final class NodeState implements NodeView {
       }
     }
     return -1;
-  }
-
-  /** HAMi's node score: 10 x (slots used + cores used + memory used), each as a share of the node. */
-  private static float computeUsageScore(int[] data, int n) {
-    int used = 0;
-    int usedCores = 0;
-    int usedMem = 0;
-    int total = 0;
-    int totalCores = 0;
-    int totalMem = 0;
-    for (int d = 0; d < n; d++) {
-      int base = d * STRIDE;
-      used += data[base + SHARERS];
-      usedCores += data[base + USED_CORES];
-      usedMem += data[base + USED_MEM];
-      total += data[base + SPLIT];
-      totalCores += data[base + TOTAL_CORES];
-      totalMem += data[base + TOTAL_MEM];
-    }
-    if (total == 0 || totalCores == 0 || totalMem == 0) {
-      return 0f;
-    }
-    float useScore = (float) used / (float) total;
-    float coreScore = (float) usedCores / (float) totalCores;
-    float memScore = (float) usedMem / (float) totalMem;
-    return 10f * (useScore + coreScore + memScore);
   }
 
   @Override
