@@ -3,10 +3,15 @@ package io.vgpu.examples;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.vgpu.api.ResourceSchema;
+import io.vgpu.k8s.config.DeviceConfig;
+import io.vgpu.k8s.config.DeviceConfigReader;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.dataformat.yaml.YAMLMapper;
 
@@ -46,7 +51,17 @@ class DeploymentConfigTest {
 
   @Test
   void rbacGrantsWhatTheSchedulerDoes() throws Exception {
-    JsonNode role = documents("rbac.yaml").stream().filter(d -> d.path("kind").asString().equals("ClusterRole")).findFirst().orElseThrow();
+    List<String> grants = grants(kind(documents("rbac.yaml"), "ClusterRole"));
+    assertThat(grants).contains(
+        "pods:list", "pods:watch", "pods:get", "pods:patch", // informer, decision annotations, bind phase
+        "nodes:list", "nodes:watch", "nodes:update", "nodes:patch", // node lock (update), handshake (patch)
+        "bindings:create", "pods/binding:create",
+        "resourcequotas:list", "resourcequotas:watch",
+        "events:create",
+        "leases:get", "leases:list", "leases:watch");
+  }
+
+  private static List<String> grants(JsonNode role) {
     List<String> grants = new ArrayList<>();
     for (JsonNode rule : role.path("rules")) {
       for (JsonNode resource : rule.path("resources")) {
@@ -55,13 +70,53 @@ class DeploymentConfigTest {
         }
       }
     }
-    assertThat(grants).contains(
-        "pods:list", "pods:watch", "pods:get", "pods:patch", // informer, decision annotations, bind phase
-        "nodes:list", "nodes:watch", "nodes:update", "nodes:patch", // node lock (update), handshake (patch)
-        "bindings:create", "pods/binding:create",
-        "resourcequotas:list", "resourcequotas:watch",
-        "events:create",
-        "leases:get", "leases:list", "leases:watch");
+    return grants;
+  }
+
+  private static JsonNode kind(List<JsonNode> docs, String kind) {
+    return docs.stream().filter(d -> d.path("kind").asString().equals(kind)).findFirst().orElseThrow();
+  }
+
+  @Test
+  void theDeviceConfigIsHamisDefaultsAndReadsWithoutError(@TempDir Path dir) throws Exception {
+    Path file = dir.resolve("device-config.yaml");
+    Files.writeString(file, documents("device-config.yaml").get(0).path("data").path("device-config.yaml").asString());
+    assertThat(new DeviceConfigReader(Set.of()).readFile(file)).isEqualTo(DeviceConfig.DEFAULT);
+  }
+
+  @Test
+  void theNodeAgentHasItsRightsAndItsHostPaths() throws Exception {
+    List<JsonNode> docs = documents("device-plugin.yaml");
+    assertThat(grants(kind(docs, "ClusterRole"))).contains(
+        "pods:list", "pods:watch", "pods:get", "pods:patch", // pod cache, popped entries, bind phase
+        "nodes:get", "nodes:patch", "nodes:update"); // registration (patch), lock release (update)
+    JsonNode pod = kind(docs, "DaemonSet").path("spec").path("template").path("spec");
+    JsonNode container = pod.path("containers").get(0);
+    assertThat(container.path("args").get(0).asString()).isEqualTo("device-plugin");
+    String hookPath = null;
+    for (JsonNode env : container.path("env")) {
+      if (env.path("name").asString().equals("NODE_NAME")) {
+        assertThat(env.path("valueFrom").path("fieldRef").path("fieldPath").asString()).isEqualTo("spec.nodeName");
+      }
+      if (env.path("name").asString().equals("HOOK_PATH")) {
+        hookPath = env.path("value").asString();
+      }
+    }
+    assertThat(hookPath).isNotNull();
+    // kubelet mounts <HOOK_PATH>/vgpu/... from the host into GPU containers, so the agent must write
+    // it at the same path on the host as in its own container.
+    List<String> mounts = new ArrayList<>();
+    for (JsonNode mount : container.path("volumeMounts")) {
+      String name = mount.path("name").asString();
+      for (JsonNode volume : pod.path("volumes")) {
+        if (volume.path("name").asString().equals(name) && volume.has("hostPath")) {
+          assertThat(volume.path("hostPath").path("path").asString()).as(name).isEqualTo(mount.path("mountPath").asString());
+          mounts.add(mount.path("mountPath").asString());
+        }
+      }
+    }
+    assertThat(mounts).contains("/var/lib/kubelet/device-plugins", hookPath + "/vgpu");
+    assertThat(container.path("ports").get(0).path("containerPort").asInt()).isEqualTo(9394);
   }
 
   @Test
