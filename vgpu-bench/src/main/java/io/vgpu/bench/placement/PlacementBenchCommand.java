@@ -80,7 +80,7 @@ public final class PlacementBenchCommand implements Callable<Integer> {
       run(spec.commandLine().getOut());
       return 0;
     } catch (BenchInputException e) {
-      err.println(NAME + ": " + e.getMessage());
+      err.println(spec.qualifiedName() + ": " + e.getMessage());
       err.flush();
       return BAD_INPUT;
     }
