@@ -1,5 +1,6 @@
 package io.vgpu.bench.placement;
 
+import io.vgpu.k8s.codec.GoJsonStrings;
 import java.math.BigDecimal;
 import java.math.RoundingMode;
 import java.util.List;
@@ -41,8 +42,8 @@ final class JsonReport {
   private static void object(StringBuilder out, PolicyReport report, String indent) {
     String in = indent + "  ";
     out.append("{\n");
-    out.append(in).append("\"policy\": ").append(string(report.policy())).append(",\n");
-    out.append(in).append("\"trace\": ").append(string(report.trace())).append(",\n");
+    out.append(in).append("\"policy\": ").append(GoJsonStrings.quote(report.policy())).append(",\n");
+    out.append(in).append("\"trace\": ").append(GoJsonStrings.quote(report.trace())).append(",\n");
     out.append(in).append("\"seeds\": [");
     List<SeedResult> seeds = report.seeds();
     for (int i = 0; i < seeds.size(); i++) {
@@ -77,7 +78,7 @@ final class JsonReport {
 
   private static StringBuilder member(
       StringBuilder out, ReportMetric metric, Reading read) {
-    return out.append(string(metric.name())).append(": ").append(number(read.of(metric.value())));
+    return out.append(GoJsonStrings.quote(metric.name())).append(": ").append(number(read.of(metric.value())));
   }
 
   /** A number with at most three decimals and no trailing zeros, or null for NaN. */
@@ -87,26 +88,5 @@ final class JsonReport {
     }
     BigDecimal rounded = new BigDecimal(value).setScale(3, RoundingMode.HALF_EVEN).stripTrailingZeros();
     return rounded.scale() < 0 ? rounded.setScale(0).toPlainString() : rounded.toPlainString();
-  }
-
-  static String string(String value) {
-    StringBuilder out = new StringBuilder("\"");
-    for (char c : value.toCharArray()) {
-      switch (c) {
-        case '"' -> out.append("\\\"");
-        case '\\' -> out.append("\\\\");
-        case '\n' -> out.append("\\n");
-        case '\r' -> out.append("\\r");
-        case '\t' -> out.append("\\t");
-        default -> {
-          if (c < 0x20) {
-            out.append(String.format("\\u%04x", (int) c));
-          } else {
-            out.append(c);
-          }
-        }
-      }
-    }
-    return out.append('"').toString();
   }
 }

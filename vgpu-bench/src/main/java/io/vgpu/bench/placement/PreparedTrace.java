@@ -45,7 +45,7 @@ record PreparedTrace(Trace trace, TargetWorkload typical, Map<String, Long> card
   /**
    * The per-GPU demand a pod makes, as the engine would resolve it: its share of a GPU as memory
    * ({@link SimCluster#MIB_PER_MILLI} MiB per milli) and compute (one unit per 10 milli, rounded down).
-   * A CPU-only pod gets a placeholder that no one reads.
+   * A CPU-only pod gets an empty one-card demand, which nothing reads.
    */
   static CardDemand demandOf(TracePod pod) {
     if (pod.gpus() == 0) {

@@ -5,12 +5,20 @@ package io.vgpu.k8s.codec;
  * are byte-identical to HAMi's: besides quotes, backslashes and control characters, {@code <}, {@code >},
  * {@code &}, U+2028 and U+2029 are escaped as a backslash, {@code u} and four hex digits.
  */
-final class GoJsonStrings {
+public final class GoJsonStrings {
   private static final char[] HEX = "0123456789abcdef".toCharArray();
 
   private GoJsonStrings() {}
 
-  static void append(StringBuilder out, String value) {
+  /** {@code value} as a JSON string literal, quotes included. */
+  public static String quote(String value) {
+    StringBuilder out = new StringBuilder(value.length() + 2);
+    append(out, value);
+    return out.toString();
+  }
+
+  /** Appends {@code value} to {@code out} as a JSON string literal, quotes included. */
+  public static void append(StringBuilder out, String value) {
     out.append('"');
     for (int i = 0; i < value.length(); i++) {
       char c = value.charAt(i);
