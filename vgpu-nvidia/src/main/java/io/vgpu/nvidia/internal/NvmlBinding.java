@@ -92,7 +92,14 @@ public final class NvmlBinding {
     } catch (UnsatisfiedLinkError e) {
       throw new LoadFailure(LoadFailure.FUNCTION_NOT_FOUND, source + " is older than driver R510, which vgpu needs (" + firstLine(e.getMessage()) + ")");
     }
-    loaded = new NvmlBinding(Native.load(library.getName(), NvmlLibrary.class), source);
+    // By the file found, not the short name: a short name makes JNA look for the unversioned
+    // libnvidia-ml.so, which nodes with only the driver's libnvidia-ml.so.1 do not have.
+    String path = Optional.ofNullable(library.getFile()).filter(f -> f.isAbsolute() && f.isFile()).map(f -> f.getPath()).orElse(file != null ? file.toAbsolutePath().toString() : LIBRARY);
+    try {
+      loaded = new NvmlBinding(Native.load(path, NvmlLibrary.class), source);
+    } catch (UnsatisfiedLinkError e) {
+      throw new LoadFailure(source + " cannot be loaded: " + firstLine(e.getMessage()));
+    }
     return loaded;
   }
 
