@@ -4,6 +4,8 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.vgpu.api.PodRef;
 import io.vgpu.k8s.config.DeviceConfig;
 import io.vgpu.k8s.yaml.Position;
+import io.vgpu.k8s.yaml.YamlMap;
+import java.time.Duration;
 
 /** One event of a scenario, replayed in order. */
 public sealed interface ScenarioEvent {
@@ -47,11 +49,59 @@ public sealed interface ScenarioEvent {
    * @param position where the event is written
    * @param config the configuration from now on
    * @param changes the keys set, as {@code key=value} pairs separated by spaces
+   * @param written the keys as written in the file, for programs that pass them on (the lab writes
+   *     them into the device configuration its components read)
    */
-  record SetConfig(Position position, DeviceConfig config, String changes) implements ScenarioEvent {
+  record SetConfig(Position position, DeviceConfig config, String changes, YamlMap written) implements ScenarioEvent {
     @Override
     public String describe() {
       return "setConfig " + changes;
+    }
+  }
+
+  /**
+   * A component is stopped and started again with the same flags ({@code vgpu lab}); a no-op in {@code
+   * vgpu simulate}, where nothing runs.
+   *
+   * @param position where the event is written
+   * @param component {@code scheduler}, or {@code device-plugin/<node>}
+   */
+  record Restart(Position position, String component) implements ScenarioEvent {
+    /** The component name of the scheduler. */
+    public static final String SCHEDULER = "scheduler";
+    /** The prefix of a node agent's component name. */
+    public static final String DEVICE_PLUGIN_PREFIX = "device-plugin/";
+
+    @Override
+    public String describe() {
+      return "restart " + component;
+    }
+  }
+
+  /**
+   * Time passes ({@code vgpu lab}: running containers keep running); a no-op in {@code vgpu simulate}.
+   *
+   * @param position where the event is written
+   * @param duration how long
+   */
+  record Wait(Position position, Duration duration) implements ScenarioEvent {
+    @Override
+    public String describe() {
+      long millis = duration.toMillis();
+      return "wait " + (millis % 1000 == 0 ? Long.toString(millis / 1000) : Double.toString(millis / 1000.0));
+    }
+  }
+
+  /**
+   * Every component's metrics are recorded in this step ({@code vgpu lab}); a no-op in {@code vgpu
+   * simulate}.
+   *
+   * @param position where the event is written
+   */
+  record Scrape(Position position) implements ScenarioEvent {
+    @Override
+    public String describe() {
+      return "scrape";
     }
   }
 }

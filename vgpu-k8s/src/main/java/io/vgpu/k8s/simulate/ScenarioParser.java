@@ -22,6 +22,7 @@ import io.vgpu.mock.GpuProfiles;
 import io.vgpu.mock.MockDeviceSource;
 import java.math.BigDecimal;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -30,6 +31,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeSet;
 import tools.jackson.core.JacksonException;
 
 /**
@@ -38,12 +40,14 @@ import tools.jackson.core.JacksonException;
  * Every error is an {@link InputException} naming the field, the value and {@code file:line:column}.
  */
 public final class ScenarioParser {
-  private static final List<String> TOP_KEYS = List.of("config", "nodes", "resourceQuotas", "events");
+  private static final List<String> TOP_KEYS = List.of("config", "nodes", "resourceQuotas", "events", "checks");
   private static final List<String> NODE_KEYS = List.of("name", "labels", "annotations", "gpus", "devices");
   private static final List<String> GPUS_KEYS = List.of("profile", "count", "uuidPrefix", "numa");
   private static final List<String> DEVICE_KEYS = List.of("uuid", "model", "memoryMiB", "numa", "health", "index");
   private static final List<String> QUOTA_KEYS = List.of("namespace", "name", "hard");
-  private static final List<String> EVENT_KEYS = List.of("create", "delete", "setConfig");
+  private static final List<String> EVENT_KEYS = List.of("create", "delete", "setConfig", "restart", "wait", "scrape");
+  /** The longest {@code wait}: a scenario is a test, not a soak. */
+  private static final long MAX_WAIT_MILLIS = 3_600_000;
 
   private final DeviceConfigReader configReader;
 
@@ -72,13 +76,16 @@ public final class ScenarioParser {
   public Scenario parse(YamlNode document) {
     YamlMap root = document.asMap("scenario");
     root.requireKnownKeys("the scenario", TOP_KEYS);
-    DeviceConfig config =
-        root.get("config").map(c -> configReader.apply(DeviceConfig.DEFAULT, c.asMap("config"), "config")).orElse(DeviceConfig.DEFAULT);
+    Optional<YamlMap> configWritten = root.get("config").map(c -> c.asMap("config"));
+    DeviceConfig config = configWritten.map(c -> configReader.apply(DeviceConfig.DEFAULT, c, "config")).orElse(DeviceConfig.DEFAULT);
     List<NodeSpec> nodes = root.get("nodes").map(n -> nodes(n.asList("nodes"))).orElse(List.of());
     Map<String, QuotaLimits> quotas =
         root.get("resourceQuotas").map(q -> quotas(q.asList("resourceQuotas"), config)).orElse(Map.of());
-    List<ScenarioEvent> events = root.get("events").map(e -> events(e.asList("events"), config)).orElse(List.of());
-    return new Scenario(config, nodes, quotas, events);
+    Set<String> nodeNames = new HashSet<>();
+    nodes.forEach(n -> nodeNames.add(n.name()));
+    List<ScenarioEvent> events = root.get("events").map(e -> events(e.asList("events"), config, nodeNames)).orElse(List.of());
+    Optional<YamlList> checks = root.get("checks").map(c -> c.asList("checks"));
+    return new Scenario(config, nodes, quotas, events, configWritten, checks);
   }
 
   // --- Nodes
@@ -237,7 +244,7 @@ public final class ScenarioParser {
 
   // --- Events
 
-  private List<ScenarioEvent> events(YamlList list, DeviceConfig initial) {
+  private List<ScenarioEvent> events(YamlList list, DeviceConfig initial, Set<String> nodeNames) {
     List<ScenarioEvent> out = new ArrayList<>();
     DeviceConfig config = initial;
     for (int i = 0; i < list.items().size(); i++) {
@@ -245,7 +252,7 @@ public final class ScenarioParser {
       YamlMap event = list.items().get(i).asMap(field);
       event.requireKnownKeys(field, EVENT_KEYS);
       if (event.entries().size() != 1) {
-        throw new InputException(event.position(), field + ": an event has exactly one of create, delete, setConfig");
+        throw new InputException(event.position(), field + ": an event has exactly one of " + String.join(", ", EVENT_KEYS));
       }
       YamlMap.Entry e = event.entries().values().iterator().next();
       String f = field + "." + e.key();
@@ -258,12 +265,43 @@ public final class ScenarioParser {
         case "setConfig" -> {
           YamlMap changes = e.value().asMap(f);
           config = configReader.apply(config, changes, f);
-          out.add(new ScenarioEvent.SetConfig(e.keyPosition(), config, summary(changes)));
+          out.add(new ScenarioEvent.SetConfig(e.keyPosition(), config, summary(changes), changes));
+        }
+        case "restart" -> out.add(new ScenarioEvent.Restart(e.keyPosition(), component(e.value(), f, nodeNames)));
+        case "wait" -> {
+          double seconds = e.value().asScalar(f).asDouble(f);
+          if (!(seconds >= 0) || seconds * 1000 > MAX_WAIT_MILLIS) {
+            throw new InputException(e.value().position(), f + ": " + e.value().asScalar(f).text() + " is not a number of seconds between 0 and " + MAX_WAIT_MILLIS / 1000);
+          }
+          out.add(new ScenarioEvent.Wait(e.keyPosition(), Duration.ofMillis(Math.round(seconds * 1000))));
+        }
+        case "scrape" -> {
+          YamlNode value = e.value();
+          boolean empty = isNull(value) || (value instanceof YamlMap m && m.entries().isEmpty());
+          if (!empty) {
+            throw new InputException(value.position(), f + ": takes no arguments (write scrape: {})");
+          }
+          out.add(new ScenarioEvent.Scrape(e.keyPosition()));
         }
         default -> throw new IllegalStateException("event key " + e.key() + " is listed but not read");
       }
     }
     return out;
+  }
+
+  private static String component(YamlNode node, String field, Set<String> nodeNames) {
+    String text = node.asScalar(field).asString(field).trim();
+    if (text.equals(ScenarioEvent.Restart.SCHEDULER)) {
+      return text;
+    }
+    if (text.startsWith(ScenarioEvent.Restart.DEVICE_PLUGIN_PREFIX)) {
+      String nodeName = text.substring(ScenarioEvent.Restart.DEVICE_PLUGIN_PREFIX.length());
+      if (!nodeNames.contains(nodeName)) {
+        throw new InputException(node.position(), field + ": '" + text + "' names no node of the scenario (nodes: " + String.join(", ", new TreeSet<>(nodeNames)) + ")");
+      }
+      return text;
+    }
+    throw new InputException(node.position(), field + ": '" + text + "' is not a component (scheduler, or device-plugin/<node>)");
   }
 
   private static PodRef podRef(String text, YamlNode node, String field) {

@@ -108,7 +108,8 @@ public final class SimulationJson {
     return out;
   }
 
-  private static ArrayNode grants(List<DeviceGrant> devices) {
+  /** A container's {@code devices}: uuid, memoryMiB and cores of each granted card, in its order. */
+  public static ArrayNode grants(List<DeviceGrant> devices) {
     ArrayNode out = NODES.arrayNode();
     for (DeviceGrant d : devices) {
       ObjectNode g = out.addObject();
@@ -127,7 +128,8 @@ public final class SimulationJson {
     return out;
   }
 
-  private static ObjectNode node(NodeOutcome n) {
+  /** One node of the {@code nodes} section: its devices' capacity and usage. */
+  public static ObjectNode node(NodeOutcome n) {
     ObjectNode out = NODES.objectNode();
     out.put("name", n.name());
     ArrayNode devices = out.putArray("devices");

@@ -107,13 +107,31 @@ class ScenarioParserTest {
 
   @Test
   void refusesMalformedEvents() {
-    fails("events: [{create: {}, delete: p}]\n", "s.yaml:1:10: events[0]: an event has exactly one of create, delete, setConfig");
-    fails("events: [{restart: p}]\n", "s.yaml:1:11: unknown key 'restart' in events[0] (known keys: create, delete, setConfig)");
+    fails("events: [{create: {}, delete: p}]\n", "s.yaml:1:10: events[0]: an event has exactly one of create, delete, setConfig, restart, wait, scrape");
+    fails("events: [{reboot: p}]\n", "s.yaml:1:11: unknown key 'reboot' in events[0] (known keys: create, delete, setConfig, restart, wait, scrape)");
+    fails("events: [{restart: kubelet}]\n", "s.yaml:1:20: events[0].restart: 'kubelet' is not a component (scheduler, or device-plugin/<node>)");
+    fails("nodes: [{name: w1}]\nevents: [{restart: device-plugin/w2}]\n",
+        "s.yaml:2:20: events[0].restart: 'device-plugin/w2' names no node of the scenario (nodes: w1)");
+    fails("events: [{wait: -1}]\n", "s.yaml:1:17: events[0].wait: -1 is not a number of seconds between 0 and 3600");
+    fails("events: [{wait: soon}]\n", "s.yaml:1:17: events[0].wait: expected a number, got 'soon'");
+    fails("events: [{scrape: {node: w1}}]\n", "s.yaml:1:19: events[0].scrape: takes no arguments (write scrape: {})");
     fails("events: [{delete: a/b/}]\n", "s.yaml:1:19: events[0].delete: 'a/b/' is not a pod name or namespace/name");
     fails("events: [{delete: /b}]\n", "s.yaml:1:19: events[0].delete: '/b' is not a pod name or namespace/name");
     fails("events: [{create: {kind: Node, metadata: {name: n}}}]\n", "s.yaml:1:26: events[0].create.kind: expected Pod, got 'Node'");
     fails("events: [{create: {spec: {containers: []}}}]\n", "s.yaml:1:19: events[0].create: missing required key 'metadata'");
     fails("events: [{setConfig: {deviceSplitCount: x}}]\n", "s.yaml:1:41: events[0].setConfig.deviceSplitCount: expected a whole number, got 'x'");
+  }
+
+  @Test
+  void readsTheLabsEventsAndKeepsChecksForIt() {
+    Scenario s =
+        parse("nodes: [{name: w1}]\nevents:\n  - restart: scheduler\n  - restart: device-plugin/w1\n  - wait: 1.5\n  - scrape: {}\n  - scrape:\n"
+            + "checks:\n  - {name: c, path: pods, count: 0}\n");
+    assertThat(s.events()).extracting(ScenarioEvent::describe)
+        .containsExactly("restart scheduler", "restart device-plugin/w1", "wait 1.5", "scrape", "scrape");
+    assertThat(((ScenarioEvent.Wait) s.events().get(2)).duration()).hasMillis(1500);
+    assertThat(s.checks()).hasValueSatisfying(c -> assertThat(c.items()).hasSize(1));
+    assertThat(parse("events: []\n").checks()).isEmpty();
   }
 
   @Test
