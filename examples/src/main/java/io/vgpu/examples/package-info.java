@@ -1,4 +1,5 @@
 /**
- * Examples of embedding the vgpu engine in another scheduler.
+ * Examples of embedding the vgpu engine in another scheduler; the lab ({@code vgpu lab}) lives in
+ * {@link io.vgpu.examples.lab}.
  */
 package io.vgpu.examples;

@@ -1,0 +1,496 @@
+package io.vgpu.examples.lab;
+
+import io.fabric8.kubernetes.api.model.Namespace;
+import io.fabric8.kubernetes.api.model.NamespaceBuilder;
+import io.fabric8.kubernetes.api.model.Node;
+import io.fabric8.kubernetes.api.model.NodeBuilder;
+import io.fabric8.kubernetes.api.model.Quantity;
+import io.fabric8.kubernetes.api.model.ResourceQuotaBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.vgpu.api.SchedulableDevice;
+import io.vgpu.core.DeviceRegistrar;
+import io.vgpu.core.QuotaLimits;
+import io.vgpu.examples.lab.apiserver.AdmissionWebhookCaller;
+import io.vgpu.examples.lab.apiserver.ApiServerStandIn;
+import io.vgpu.examples.lab.components.ComponentProcess;
+import io.vgpu.examples.lab.components.JavaCommand;
+import io.vgpu.examples.lab.components.LabCertificateAuthority;
+import io.vgpu.examples.lab.components.ReferenceDeployment;
+import io.vgpu.examples.lab.kubelet.CgroupPlacement;
+import io.vgpu.examples.lab.kubelet.ContainerRuntime;
+import io.vgpu.examples.lab.kubelet.KubeletStandIn;
+import io.vgpu.examples.lab.kubelet.LabPodRunner;
+import io.vgpu.examples.lab.kubelet.MockMachine;
+import io.vgpu.examples.lab.kubescheduler.KubeSchedulerConfig;
+import io.vgpu.examples.lab.kubescheduler.KubeSchedulerStandIn;
+import io.vgpu.examples.lab.report.PrometheusText;
+import io.vgpu.k8s.cli.UnavailableException;
+import io.vgpu.k8s.codec.HamiAnnotations;
+import io.vgpu.k8s.codec.NodeRegisterCodec;
+import io.vgpu.k8s.config.DeviceConfig;
+import io.vgpu.k8s.simulate.NodeSpec;
+import io.vgpu.k8s.simulate.Scenario;
+import io.vgpu.k8s.simulate.ScenarioEvent;
+import io.vgpu.k8s.yaml.JacksonTrees;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.Supplier;
+import javax.net.ssl.SSLContext;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.node.ObjectNode;
+import tools.jackson.dataformat.yaml.YAMLMapper;
+
+/**
+ * The running system of one lab scenario: the API server stand-in with the scenario's nodes, namespaces
+ * and quotas; {@code vgpu scheduler} and one {@code vgpu device-plugin} per GPU node as real processes,
+ * with the reference deployment's flags (only places changed); a kubelet per node; kube-scheduler.
+ * Components start in parallel; {@link #close} stops everything it started.
+ */
+public final class LabCluster implements AutoCloseable {
+  private static final YAMLMapper YAML = YAMLMapper.builder().build();
+  private static final String SCHEDULER = "scheduler";
+  private static final String DRIVER_LIBRARIES = "driver";
+
+  private final LabHome home;
+  private final Scenario scenario;
+  private final LabWorkspace workspace;
+  private final Duration readyTimeout;
+  private final ReferenceDeployment deployment;
+  private final JavaCommand java;
+  private final List<String> nodeOrder;
+  private final Map<String, MockMachine> machines = new LinkedHashMap<>();
+  private final Map<String, KubeletStandIn> kubelets = new LinkedHashMap<>();
+  private final Map<String, ComponentProcess> agents = new LinkedHashMap<>();
+  private final Map<String, Integer> agentMetricsPorts = new LinkedHashMap<>();
+  private final List<JavaCommand.Launch> launches = new ArrayList<>();
+  private final HttpClient plainHttp = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(2)).build();
+  private ApiServerStandIn api;
+  private KubernetesClient client;
+  private CgroupPlacement cgroups;
+  private ComponentProcess scheduler;
+  private KubeSchedulerStandIn kubeScheduler;
+  private HttpClient tlsHttp;
+  private int schedulerPort;
+  private int schedulerMetricsPort;
+  private String schedulerPodName;
+  private DeviceConfig config;
+  private Path deviceConfigFile;
+
+  private LabCluster(LabHome home, Scenario scenario, LabWorkspace workspace, Duration readyTimeout) {
+    this.home = home;
+    this.scenario = scenario;
+    this.workspace = workspace;
+    this.readyTimeout = readyTimeout;
+    this.deployment = ReferenceDeployment.read(home.deployDirectory());
+    this.java = new JavaCommand(Optional.of(home.root().resolve("target/lab-cds")));
+    this.nodeOrder = scenario.nodes().stream().map(NodeSpec::name).toList();
+    this.config = scenario.config();
+  }
+
+  /**
+   * Starts the system of a scenario and waits until every component is ready.
+   *
+   * @throws UnavailableException when a component fails to start or get ready (its log's tail is
+   *     printed), or the machine cannot run containers
+   */
+  public static LabCluster start(LabHome home, Scenario scenario, LabWorkspace workspace, Duration readyTimeout) {
+    LabCluster cluster = new LabCluster(home, scenario, workspace, readyTimeout);
+    try {
+      cluster.boot();
+      return cluster;
+    } catch (RuntimeException e) {
+      cluster.close();
+      throw e;
+    }
+  }
+
+  private void boot() {
+    Supplier<Path> probe = () -> home.nativeFile("vgpu-lab-probe");
+    Map<String, String> driverLibraries = new LinkedHashMap<>();
+    for (String lib : List.of("libcuda.so.1", "libnvidia-ml.so.1")) {
+      driverLibraries.put(lib, home.nativeFile(lib).toString());
+    }
+    Path driverDir = workspace.directory(DRIVER_LIBRARIES);
+    try {
+      for (Map.Entry<String, String> lib : driverLibraries.entrySet()) {
+        Files.createSymbolicLink(driverDir.resolve(lib.getKey()), Path.of(lib.getValue()));
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot link the mock driver libraries", e);
+    }
+    api = ApiServerStandIn.start();
+    client = api.client();
+    Path kubeconfig = api.writeKubeconfig(workspace.file("kubeconfig"));
+    createObjects();
+
+    LabCertificateAuthority ca = LabCertificateAuthority.create();
+    Path tls = workspace.directory("tls");
+    ca.writeCertificate(tls.resolve("ca.crt"));
+    LabCertificateAuthority.Issued serving =
+        ca.issueServer("vgpu-scheduler", List.of("vgpu-scheduler", "vgpu-scheduler.kube-system", "vgpu-scheduler.kube-system.svc"), tls.resolve("tls.crt"), tls.resolve("tls.key"));
+    LabCertificateAuthority.Issued kubeSchedulerClient = ca.issueClient("system:kube-scheduler", tls.resolve("kube-scheduler.crt"), tls.resolve("kube-scheduler.key"));
+    SSLContext clientTls = ca.clientContext(kubeSchedulerClient);
+    tlsHttp = HttpClient.newBuilder().sslContext(ca.clientContext(null)).version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(2)).build();
+
+    deviceConfigFile = workspace.file("config/device-config.yaml");
+    writeDeviceConfig(scenario.configWritten().map(JacksonTrees::toJson).orElse(YAML.createObjectNode()));
+
+    String runId = workspace.root().getFileName().toString();
+    cgroups = CgroupPlacement.probe(runId);
+    ContainerRuntime runtime = new ContainerRuntime(workspace, cgroups, ContainerRuntime.defaultLibraryDirectory());
+    for (NodeSpec node : scenario.nodes()) {
+      MockMachine machine = MockMachine.create(node, workspace.directory("nodes/" + node.name() + "/gpus"));
+      machines.put(node.name(), machine);
+      Path plugins = workspace.socketDirectory("nodes/" + node.name() + "/device-plugins", "nvidia-gpu.sock");
+      try {
+        kubelets.put(node.name(), new KubeletStandIn(node.name(), plugins, client, new LabPodRunner(node.name(), runtime, machine, probe, driverLibraries)));
+      } catch (IOException e) {
+        throw new UnavailableException("cannot start the kubelet of node " + node.name() + ": " + e.getMessage());
+      }
+    }
+
+    schedulerPort = freePort();
+    schedulerMetricsPort = freePort();
+    schedulerPodName = "vgpu-scheduler-" + HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextInt()).substring(0, 5);
+    Map<String, String> places = new LinkedHashMap<>();
+    places.put("--http_bind", "127.0.0.1:" + schedulerPort);
+    places.put("--metrics-bind-address", "127.0.0.1:" + schedulerMetricsPort);
+    places.put("--cert_file", serving.certFile().toString());
+    places.put("--key_file", serving.keyFile().toString());
+    places.put("--device-config-file", deviceConfigFile.toString());
+    places.put("--kubeconfig", kubeconfig.toString());
+    Map<String, String> schedulerEnv = new LinkedHashMap<>(deployment.scheduler().env());
+    deployment.scheduler().fieldEnv().forEach((k, field) -> schedulerEnv.put(k, field.equals("metadata.name") ? schedulerPodName : ""));
+    scheduler = component(SCHEDULER, ReferenceDeployment.withPlaces(deployment.scheduler().args(), places), schedulerEnv);
+
+    for (NodeSpec node : scenario.nodes()) {
+      if (!machines.get(node.name()).hasGpus() || !selects(deployment.devicePlugin().nodeSelector(), node.labels())) {
+        continue;
+      }
+      int metrics = freePort();
+      agentMetricsPorts.put(node.name(), metrics);
+      Map<String, String> agentPlaces = new LinkedHashMap<>();
+      agentPlaces.put("--device-config-file", deviceConfigFile.toString());
+      agentPlaces.put("--node-name", node.name());
+      agentPlaces.put("--kubeconfig", kubeconfig.toString());
+      agentPlaces.put("--device-plugin-dir", workspace.root().resolve("nodes/" + node.name() + "/device-plugins").toString());
+      agentPlaces.put("--hook-path", workspace.directory("nodes/" + node.name() + "/hook").toString());
+      agentPlaces.put("--metrics-bind-address", "127.0.0.1:" + metrics);
+      Map<String, String> env = new LinkedHashMap<>(deployment.devicePlugin().env());
+      env.remove("HOOK_PATH"); // a place: given as --hook-path
+      deployment.devicePlugin().fieldEnv().forEach((k, field) -> env.put(k, field.equals("spec.nodeName") ? node.name() : ""));
+      env.putAll(machines.get(node.name()).agentEnvironment());
+      // The NVIDIA runtime gives the agent's container the driver's libraries.
+      env.put("LD_LIBRARY_PATH", driverDir.toString());
+      agents.put(node.name(), component("device-plugin/" + node.name(), ReferenceDeployment.withPlaces(deployment.devicePlugin().args(), agentPlaces), env));
+    }
+
+    scheduler.start();
+    agents.values().forEach(ComponentProcess::start);
+
+    KubeSchedulerConfig kubeSchedulerConfig = KubeSchedulerConfig.of(deployment.schedulerConfiguration());
+    kubeScheduler = new KubeSchedulerStandIn(client, kubeSchedulerConfig, URI.create("https://127.0.0.1:" + schedulerPort), clientTls, () -> nodeOrder, schedulerPodName);
+    api.admission(new AdmissionWebhookCaller(deployment.webhookConfiguration(), URI.create("https://127.0.0.1:" + schedulerPort), ca.clientContext(null)));
+
+    awaitSchedulerReady();
+    for (String node : agents.keySet()) {
+      awaitAgentReady(node, -1);
+    }
+  }
+
+  private ComponentProcess component(String name, List<String> args, Map<String, String> env) {
+    JavaCommand.Launch launch = java.command("info", args);
+    launches.add(launch);
+    Path log = workspace.file("logs/" + name.replace('/', '-') + ".log");
+    return new ComponentProcess(name, launch.command(), env, log);
+  }
+
+  private static boolean selects(Map<String, String> selector, Map<String, String> labels) {
+    return selector.entrySet().stream().allMatch(e -> e.getValue().equals(labels.get(e.getKey())));
+  }
+
+  private static int freePort() {
+    try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      return socket.getLocalPort();
+    } catch (IOException e) {
+      throw new UncheckedIOException("no free port", e);
+    }
+  }
+
+  // --- API objects
+
+  private void createObjects() {
+    Set<String> namespaces = new LinkedHashSet<>(List.of("default", "kube-system"));
+    scenario.quotas().keySet().forEach(namespaces::add);
+    scenario.events().forEach(e -> {
+      if (e instanceof ScenarioEvent.Create c) {
+        namespaces.add(c.ref().namespace());
+      }
+    });
+    for (String ns : namespaces) {
+      Namespace namespace = new NamespaceBuilder().withNewMetadata().withName(ns).addToLabels("kubernetes.io/metadata.name", ns).endMetadata().build();
+      client.namespaces().resource(namespace).create();
+    }
+    for (NodeSpec spec : scenario.nodes()) {
+      Node node =
+          new NodeBuilder()
+              .withNewMetadata().withName(spec.name()).withLabels(spec.labels()).withAnnotations(spec.annotations()).endMetadata()
+              .withNewStatus()
+                  .addToCapacity("cpu", new Quantity("16")).addToCapacity("memory", new Quantity("64Gi")).addToCapacity("pods", new Quantity("110"))
+                  .addToAllocatable("cpu", new Quantity("16")).addToAllocatable("memory", new Quantity("64Gi")).addToAllocatable("pods", new Quantity("110"))
+                  .addNewCondition().withType("Ready").withStatus("True").withReason("KubeletReady").endCondition()
+                  .addNewAddress().withType("InternalIP").withAddress("127.0.0.1").endAddress()
+              .endStatus()
+              .build();
+      client.nodes().resource(node).create();
+    }
+    scenario.quotas().forEach((ns, limits) -> {
+      Map<String, Quantity> hard = new LinkedHashMap<>();
+      if (limits.memoryMiB() != QuotaLimits.UNLIMITED) {
+        hard.put("limits." + config.resourceMemoryName(), new Quantity(Long.toString(limits.memoryMiB())));
+      }
+      if (limits.cores() != QuotaLimits.UNLIMITED) {
+        hard.put("limits." + config.resourceCoreName(), new Quantity(Long.toString(limits.cores())));
+      }
+      client.resourceQuotas().inNamespace(ns).resource(
+          new ResourceQuotaBuilder().withNewMetadata().withName("gpu").withNamespace(ns).endMetadata().withNewSpec().withHard(hard).endSpec().build()).create();
+    });
+  }
+
+  /** Writes the device configuration the components read: HAMi's file, its {@code nvidia} section. */
+  private void writeDeviceConfig(JsonNode nvidia) {
+    ObjectNode root = YAML.createObjectNode();
+    root.set("nvidia", nvidia);
+    try {
+      Files.writeString(deviceConfigFile, YAML.writeValueAsString(root));
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot write " + deviceConfigFile, e);
+    }
+  }
+
+  // --- Readiness
+
+  private void awaitSchedulerReady() {
+    scheduler.awaitReady(this::schedulerReady, "ready (/readyz: ledger synced and leading)", readyTimeout);
+  }
+
+  private boolean schedulerReady() {
+    for (URI uri : List.of(URI.create("http://127.0.0.1:" + schedulerMetricsPort + "/readyz"), URI.create("https://127.0.0.1:" + schedulerPort + "/readyz"))) {
+      try {
+        HttpClient http = uri.getScheme().equals("https") ? tlsHttp : plainHttp;
+        HttpResponse<String> r = http.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(2)).GET().build(), HttpResponse.BodyHandlers.ofString());
+        if (r.statusCode() == 200) {
+          return true;
+        }
+        if (r.statusCode() == 503) {
+          return false;
+        }
+      } catch (IOException e) {
+        // not listening yet
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return false;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Waits until a node agent is registered with its kubelet (a registration after {@code
+   * registrationsBefore}) and the node's register annotation shows the devices the current
+   * configuration gives.
+   */
+  private void awaitAgentReady(String node, int registrationsBefore) {
+    KubeletStandIn kubelet = kubelets.get(node);
+    List<SchedulableDevice> expected = new DeviceRegistrar(config.schema().vendor()).register(machines.get(node).devices(), config.sharing());
+    agents.get(node).awaitReady(
+        () -> kubelet.registrations() > registrationsBefore && kubelet.serving(config.resourceCountName()) && registered(node, expected),
+        "registered with its kubelet and its node annotation current", readyTimeout);
+  }
+
+  private boolean registered(String node, List<SchedulableDevice> expected) {
+    Node object = client.nodes().withName(node).get();
+    String value = object == null || object.getMetadata().getAnnotations() == null ? null : object.getMetadata().getAnnotations().get(HamiAnnotations.NODE_REGISTER);
+    if (value == null) {
+      return false;
+    }
+    List<SchedulableDevice> actual = NodeRegisterCodec.decode(value);
+    if (actual.size() != expected.size()) {
+      return false;
+    }
+    for (int i = 0; i < actual.size(); i++) {
+      SchedulableDevice a = actual.get(i);
+      SchedulableDevice e = expected.get(i);
+      if (!a.uuid().equals(e.uuid()) || a.memoryMiB() != e.memoryMiB() || a.cores() != e.cores() || a.splitCount() != e.splitCount()) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // --- Operations of events
+
+  /** Stops and starts a component again with the same flags, and waits until it is ready. */
+  public void restart(String component) {
+    if (component.equals(SCHEDULER)) {
+      scheduler.stop();
+      scheduler.start();
+      awaitSchedulerReady();
+      return;
+    }
+    String node = component.substring("device-plugin/".length());
+    ComponentProcess agent = agents.get(node);
+    if (agent == null) {
+      throw new UnavailableException("node " + node + " runs no device plugin (no GPUs, or not selected by the DaemonSet's nodeSelector)");
+    }
+    int before = kubelets.get(node).registrations();
+    agent.stop();
+    agent.start();
+    awaitAgentReady(node, before);
+  }
+
+  /**
+   * Rewrites the device configuration and restarts the node agents, as a {@code helm upgrade} of the
+   * ConfigMap rolls them; the scheduler restarts too when a key it schedules by changed.
+   *
+   * @param written the whole {@code nvidia} section now in force
+   * @param next the configuration it means
+   */
+  public void reconfigure(JsonNode written, DeviceConfig next) {
+    boolean schedulerChanged = !next.engineConfig().equals(config.engineConfig()) || !next.schema().equals(config.schema());
+    config = next;
+    writeDeviceConfig(written);
+    if (schedulerChanged) {
+      scheduler.stop();
+      scheduler.start();
+    }
+    Map<String, Integer> before = new LinkedHashMap<>();
+    agents.forEach((node, agent) -> {
+      before.put(node, kubelets.get(node).registrations());
+      agent.stop();
+    });
+    agents.values().forEach(ComponentProcess::start);
+    if (schedulerChanged) {
+      awaitSchedulerReady();
+    }
+    before.forEach(this::awaitAgentReady);
+  }
+
+  /** Every component's metrics now: {@code scheduler}, and {@code nodes} by node name. */
+  public ObjectNode scrape() {
+    ObjectNode out = YAML.createObjectNode();
+    out.set("scheduler", metrics(schedulerMetricsPort));
+    ObjectNode nodes = out.putObject("nodes");
+    agentMetricsPorts.forEach((node, port) -> nodes.set(node, metrics(port)));
+    return out;
+  }
+
+  private ObjectNode metrics(int port) {
+    ObjectNode out = YAML.createObjectNode();
+    try {
+      HttpResponse<String> r = plainHttp.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/metrics")).timeout(Duration.ofSeconds(5)).GET().build(),
+          HttpResponse.BodyHandlers.ofString());
+      PrometheusText.parse(r.body()).forEach((k, v) -> {
+        if (v.finite()) {
+          out.put(k, v.number());
+        } else {
+          out.put(k, v.text());
+        }
+      });
+    } catch (IOException | RuntimeException e) {
+      out.put("scrape_error", String.valueOf(e.getMessage()));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    return out;
+  }
+
+  // --- Accessors
+
+  /** A client of the API server. */
+  public KubernetesClient client() {
+    return client;
+  }
+
+  /** kube-scheduler. */
+  public KubeSchedulerStandIn kubeScheduler() {
+    return kubeScheduler;
+  }
+
+  /** The kubelets by node, in the scenario's order. */
+  public Map<String, KubeletStandIn> kubelets() {
+    return kubelets;
+  }
+
+  /** The mock machines by node. */
+  public Map<String, MockMachine> machines() {
+    return machines;
+  }
+
+  /** The configuration in force. */
+  public DeviceConfig config() {
+    return config;
+  }
+
+  /** The real components, by name, for failure reports. */
+  public List<ComponentProcess> components() {
+    List<ComponentProcess> out = new ArrayList<>();
+    if (scheduler != null) {
+      out.add(scheduler);
+    }
+    out.addAll(agents.values());
+    return out;
+  }
+
+  /** A component that died, if any. */
+  public Optional<ComponentProcess> deadComponent() {
+    return components().stream().filter(c -> !c.alive()).findFirst();
+  }
+
+  @Override
+  public void close() {
+    if (kubeScheduler != null) {
+      kubeScheduler.close();
+    }
+    kubelets.values().parallelStream().forEach(KubeletStandIn::close);
+    components().parallelStream().forEach(ComponentProcess::stop);
+    launches.forEach(JavaCommand.Launch::publishArchive);
+    if (client != null) {
+      client.close();
+    }
+    if (api != null) {
+      api.close();
+    }
+    if (cgroups != null) {
+      cgroups.removeAll();
+    }
+  }
+
+  /** Kills everything at once (Ctrl-C): processes first, the rest as {@link #close}. */
+  public void kill() {
+    kubelets.values().forEach(k -> k.workers().values().forEach(w -> w.containers().forEach(c -> {
+      if (c.current() != null) {
+        ProcessHandle.of(c.current().pid()).ifPresent(ProcessHandle::destroyForcibly);
+      }
+    })));
+    components().forEach(ComponentProcess::kill);
+  }
+}

@@ -1,0 +1,246 @@
+package io.vgpu.examples.lab;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.vgpu.api.PodRef;
+import io.vgpu.examples.lab.components.ComponentProcess;
+import io.vgpu.examples.lab.kubelet.KubeletStandIn;
+import io.vgpu.examples.lab.kubelet.LabPodRunner;
+import io.vgpu.examples.lab.kubelet.PodWorker;
+import io.vgpu.examples.lab.report.LabReportBuilder;
+import io.vgpu.k8s.cli.UnavailableException;
+import io.vgpu.k8s.pod.PodJson;
+import io.vgpu.k8s.pod.PodRefs;
+import io.vgpu.k8s.simulate.Scenario;
+import io.vgpu.k8s.simulate.ScenarioEvent;
+import io.vgpu.k8s.yaml.InputException;
+import io.vgpu.k8s.yaml.JacksonTrees;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.node.ArrayNode;
+import tools.jackson.databind.node.ObjectNode;
+
+/**
+ * Replays one scenario through a {@link LabCluster}: each event is carried out against the real
+ * components, then the lab settles — waits until no pod is in transit (each Running with its
+ * containers started once, Pending after a scheduling attempt made since the last change in the
+ * cluster, ended, or Rejected) — and records the step. At the end it waits for every probe to finish
+ * its ops and reads the report from the API objects, the containers and the components' metrics.
+ */
+public final class LabRun {
+  private static final String DENIED = "denied the request: ";
+
+  private final Scenario scenario;
+  private final LabCluster cluster;
+  private final Duration settleTimeout;
+  private final Map<PodRef, Optional<String>> pods = new LinkedHashMap<>();
+  private final ArrayNode timeline = PodJson.mapper().createArrayNode();
+  private ObjectNode writtenConfig;
+
+  /**
+   * A run.
+   *
+   * @param settleTimeout the bound of every wait
+   */
+  public LabRun(Scenario scenario, LabCluster cluster, Duration settleTimeout) {
+    this.scenario = scenario;
+    this.cluster = cluster;
+    this.settleTimeout = settleTimeout;
+    this.writtenConfig = scenario.configWritten().map(c -> (ObjectNode) JacksonTrees.toJson(c)).orElse(PodJson.mapper().createObjectNode());
+  }
+
+  /**
+   * Replays every event and returns LAB.md's report (without {@code seconds}).
+   *
+   * @throws InputException when an event contradicts the state (a pod created twice, a missing pod deleted)
+   * @throws UnavailableException when a wait times out or a component dies
+   */
+  public ObjectNode run() {
+    settle("the cluster to start");
+    List<ScenarioEvent> events = scenario.events();
+    for (int i = 0; i < events.size(); i++) {
+      ScenarioEvent event = events.get(i);
+      List<PodRef> placedBefore = cluster.kubeScheduler().placed();
+      ObjectNode step = timeline.addObject();
+      step.put("step", i);
+      step.put("event", event.describe());
+      apply(event, step);
+      settle(event.describe());
+      List<PodRef> placedAfter = cluster.kubeScheduler().placed();
+      ArrayNode scheduled = step.putArray("scheduled");
+      placedAfter.subList(placedBefore.size(), placedAfter.size()).forEach(p -> scheduled.add(p.toString()));
+      step.set("uids", uids());
+      if (step.has("metrics")) {
+        step.set("metrics", step.remove("metrics")); // after scheduled and uids, for reading order
+      }
+    }
+    awaitProbes();
+    return new LabReportBuilder(cluster, pods, timeline).build();
+  }
+
+  private void apply(ScenarioEvent event, ObjectNode step) {
+    if (event instanceof ScenarioEvent.Create create) {
+      create(create);
+    } else if (event instanceof ScenarioEvent.Delete delete) {
+      delete(delete);
+    } else if (event instanceof ScenarioEvent.SetConfig set) {
+      writtenConfig.setAll((ObjectNode) JacksonTrees.toJson(set.written()));
+      cluster.reconfigure(writtenConfig.deepCopy(), set.config());
+    } else if (event instanceof ScenarioEvent.Restart restart) {
+      cluster.restart(restart.component());
+    } else if (event instanceof ScenarioEvent.Wait wait) {
+      sleep(wait.duration());
+    } else if (event instanceof ScenarioEvent.Scrape) {
+      step.set("metrics", cluster.scrape());
+    }
+  }
+
+  private void create(ScenarioEvent.Create event) {
+    PodRef ref = event.ref();
+    Optional<String> existing = pods.get(ref);
+    if (existing != null && existing.isEmpty()) {
+      throw new InputException(event.position(), "create: pod " + ref + " already exists");
+    }
+    pods.remove(ref);
+    Pod pod = PodJson.copy(event.pod());
+    pod.getMetadata().setNamespace(ref.namespace());
+    try {
+      Pod created = cluster.client().pods().inNamespace(ref.namespace()).resource(pod).create();
+      pods.put(ref, Optional.empty());
+      String uid = created.getMetadata().getUid();
+      await(() -> cluster.kubeScheduler().seen(uid), () -> "kube-scheduler to see " + ref);
+    } catch (KubernetesClientException e) {
+      String message = e.getStatus() != null && e.getStatus().getMessage() != null ? e.getStatus().getMessage() : String.valueOf(e.getMessage());
+      int denied = message.indexOf(DENIED);
+      if (e.getCode() == 400 && denied >= 0) {
+        pods.put(ref, Optional.of(message.substring(denied + DENIED.length())));
+        return;
+      }
+      throw new UnavailableException("creating pod " + ref + " failed: " + message.lines().findFirst().orElse(""));
+    }
+  }
+
+  private void delete(ScenarioEvent.Delete event) {
+    PodRef ref = event.ref();
+    Optional<String> state = pods.get(ref);
+    if (state == null) {
+      throw new InputException(event.position(), "delete: pod " + ref + " does not exist");
+    }
+    pods.remove(ref);
+    if (state.isPresent()) {
+      return; // rejected: never stored
+    }
+    Pod pod = cluster.client().pods().inNamespace(ref.namespace()).withName(ref.name()).get();
+    if (pod == null) {
+      return;
+    }
+    String uid = pod.getMetadata().getUid();
+    cluster.client().pods().inNamespace(ref.namespace()).withName(ref.name()).withGracePeriod(0).delete();
+    await(() -> cluster.kubeScheduler().seenDeleted(uid), () -> "kube-scheduler to see " + ref + " deleted");
+    String node = pod.getSpec().getNodeName();
+    if (node != null && cluster.kubelets().containsKey(node)) {
+      KubeletStandIn kubelet = cluster.kubelets().get(node);
+      Optional<PodWorker> worker = kubelet.worker(uid);
+      await(() -> kubelet.worker(uid).isEmpty() && worker.map(PodWorker::stopped).orElse(true), () -> "the kubelet of " + node + " to stop " + ref);
+    }
+  }
+
+  /** Waits until no pod is in transit. */
+  private void settle(String after) {
+    await(this::settled, () -> "no pod in transit after " + after + "; still: " + String.join("; ", inTransit()));
+  }
+
+  private boolean settled() {
+    return cluster.kubeScheduler().idle() && inTransit().isEmpty();
+  }
+
+  private List<String> inTransit() {
+    List<String> out = new ArrayList<>(cluster.kubeScheduler().pendingWork());
+    for (Pod pod : cluster.client().pods().inAnyNamespace().list().getItems()) {
+      String node = pod.getSpec().getNodeName();
+      if (node == null || node.isEmpty()) {
+        continue;
+      }
+      String phase = pod.getStatus() == null ? "" : String.valueOf(pod.getStatus().getPhase());
+      if (phase.equals("Succeeded") || phase.equals("Failed")) {
+        continue;
+      }
+      KubeletStandIn kubelet = cluster.kubelets().get(node);
+      Optional<PodWorker> worker = kubelet == null ? Optional.empty() : kubelet.worker(pod.getMetadata().getUid());
+      if (worker.isEmpty() || !worker.get().settled()) {
+        out.add(PodRefs.of(pod) + " is starting on " + node);
+      }
+    }
+    return out;
+  }
+
+  /** Waits until every probe container ran all its ops (or its process ended). */
+  private void awaitProbes() {
+    await(() -> unfinishedProbes().isEmpty(), () -> "probes to finish their ops: " + String.join(", ", unfinishedProbes()));
+  }
+
+  private List<String> unfinishedProbes() {
+    List<String> out = new ArrayList<>();
+    for (KubeletStandIn kubelet : cluster.kubelets().values()) {
+      for (PodWorker worker : kubelet.workers().values()) {
+        for (var c : worker.containers()) {
+          var spec = worker.pod().getSpec();
+          var container = new ArrayList<>(spec.getContainers());
+          Optional.ofNullable(spec.getInitContainers()).ifPresent(container::addAll);
+          boolean probe = container.stream().anyMatch(k -> k.getName().equals(c.name()) && LabPodRunner.isProbe(k.getImage()));
+          var running = c.current();
+          if (probe && running != null && running.alive() && !running.opsComplete()) {
+            out.add(PodRefs.of(worker.pod()) + " " + c.name());
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  private ObjectNode uids() {
+    ObjectNode out = PodJson.mapper().createObjectNode();
+    for (Pod pod : cluster.client().pods().inAnyNamespace().list().getItems()) {
+      out.put(PodRefs.of(pod).toString(), pod.getMetadata().getUid());
+    }
+    return out;
+  }
+
+  private void await(BooleanSupplier condition, Supplier<String> what) {
+    long deadline = System.nanoTime() + settleTimeout.toNanos();
+    while (true) {
+      Optional<ComponentProcess> dead = cluster.deadComponent();
+      if (dead.isPresent()) {
+        throw dead.get().failure(dead.get().name() + " died while the lab waited for " + what.get());
+      }
+      if (condition.getAsBoolean()) {
+        return;
+      }
+      if (System.nanoTime() > deadline) {
+        throw new UnavailableException("timed out after " + settleTimeout.toSeconds() + " s waiting for " + what.get() + " (raise --settle-timeout if the machine is slow)");
+      }
+      sleep(Duration.ofMillis(25));
+    }
+  }
+
+  private static void sleep(Duration d) {
+    try {
+      Thread.sleep(d.toMillis());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new UnavailableException("interrupted");
+    }
+  }
+
+  /** The scenario's events, for reporting. */
+  JsonNode timeline() {
+    return timeline;
+  }
+}

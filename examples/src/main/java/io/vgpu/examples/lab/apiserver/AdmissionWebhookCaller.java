@@ -1,0 +1,157 @@
+package io.vgpu.examples.lab.apiserver;
+
+import io.vgpu.k8s.pod.PodJson;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Base64;
+import java.util.Map;
+import java.util.UUID;
+import javax.net.ssl.SSLContext;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.node.ArrayNode;
+import tools.jackson.databind.node.ObjectNode;
+
+/**
+ * Calls the mutating webhooks of a {@code MutatingWebhookConfiguration} on pod creation as the API
+ * server does: the webhook's rules, namespace and object selectors, its first supported
+ * AdmissionReview version, its timeout and failure policy, and its JSON Patch applied to the pod.
+ * Only {@code clientConfig.service} is mapped to a place: the lab's address of the scheduler.
+ */
+public final class AdmissionWebhookCaller {
+  private static final JsonMapper JSON = PodJson.mapper();
+
+  private final JsonNode configuration;
+  private final URI serviceBase;
+  private final HttpClient http;
+
+  /**
+   * The outcome of admission.
+   *
+   * @param allowed whether the pod may be created
+   * @param pod the pod to store (mutated), when allowed
+   * @param message the API server's error when denied
+   */
+  public record Outcome(boolean allowed, JsonNode pod, String message) {}
+
+  /**
+   * A caller.
+   *
+   * @param configuration the {@code MutatingWebhookConfiguration}
+   * @param serviceBase where the webhook's Service is reached in the lab, e.g. {@code https://127.0.0.1:40123}
+   * @param tls a context trusting the webhook's serving certificate (the configuration's caBundle)
+   */
+  public AdmissionWebhookCaller(JsonNode configuration, URI serviceBase, SSLContext tls) {
+    this.configuration = configuration;
+    this.serviceBase = serviceBase;
+    this.http = HttpClient.newBuilder().sslContext(tls).version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
+  }
+
+  /**
+   * Runs every matching webhook on a pod being created.
+   *
+   * @param pod the pod as submitted (namespace set)
+   * @param namespaceLabels the labels of the pod's namespace
+   */
+  public Outcome admitCreate(JsonNode pod, Map<String, String> namespaceLabels) {
+    JsonNode current = pod;
+    for (JsonNode webhook : configuration.path("webhooks")) {
+      if (!matches(webhook, current, namespaceLabels)) {
+        continue;
+      }
+      String name = webhook.path("name").asString("");
+      String policy = webhook.path("failurePolicy").asString("Fail");
+      try {
+        JsonNode response = call(webhook, current);
+        if (!response.path("allowed").asBoolean(false)) {
+          String message = response.path("status").path("message").asString("");
+          return new Outcome(false, current, "admission webhook \"" + name + "\" denied the request" + (message.isEmpty() ? "" : ": " + message));
+        }
+        String patch = response.path("patch").asString("");
+        if (!patch.isEmpty()) {
+          ArrayNode ops = (ArrayNode) JSON.readTree(Base64.getDecoder().decode(patch));
+          current = io.fabric8.zjsonpatch.JsonPatch.apply(ops, current);
+        }
+      } catch (Exception e) {
+        if (policy.equals("Ignore")) {
+          continue;
+        }
+        return new Outcome(false, current, "Internal error occurred: failed calling webhook \"" + name + "\": " + oneLine(e));
+      }
+    }
+    return new Outcome(true, current, "");
+  }
+
+  private boolean matches(JsonNode webhook, JsonNode pod, Map<String, String> namespaceLabels) {
+    boolean ruleMatches = false;
+    for (JsonNode rule : webhook.path("rules")) {
+      if (contains(rule.path("operations"), "CREATE") && contains(rule.path("apiGroups"), "") && contains(rule.path("apiVersions"), "v1")
+          && contains(rule.path("resources"), "pods")) {
+        ruleMatches = true;
+      }
+    }
+    if (!ruleMatches) {
+      return false;
+    }
+    Map<String, String> podLabels = JSON.convertValue(pod.path("metadata").path("labels"), JSON.getTypeFactory().constructMapType(Map.class, String.class, String.class));
+    return LabelSelectors.matches(webhook.path("namespaceSelector"), namespaceLabels)
+        && LabelSelectors.matches(webhook.path("objectSelector"), podLabels == null ? Map.of() : podLabels);
+  }
+
+  private static boolean contains(JsonNode list, String value) {
+    for (JsonNode item : list) {
+      if (item.asString("").equals(value) || item.asString("").equals("*")) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private JsonNode call(JsonNode webhook, JsonNode pod) throws Exception {
+    String version = "v1";
+    for (JsonNode v : webhook.path("admissionReviewVersions")) {
+      version = v.asString("v1");
+      break;
+    }
+    ObjectNode review = JSON.createObjectNode();
+    review.put("apiVersion", "admission.k8s.io/" + version);
+    review.put("kind", "AdmissionReview");
+    ObjectNode request = review.putObject("request");
+    request.put("uid", UUID.randomUUID().toString());
+    request.putObject("kind").put("group", "").put("version", "v1").put("kind", "Pod");
+    request.putObject("resource").put("group", "").put("version", "v1").put("resource", "pods");
+    request.set("requestKind", request.path("kind").deepCopy());
+    request.set("requestResource", request.path("resource").deepCopy());
+    request.put("name", pod.path("metadata").path("name").asString(""));
+    request.put("namespace", pod.path("metadata").path("namespace").asString(""));
+    request.put("operation", "CREATE");
+    request.putObject("userInfo").put("username", "vgpu-lab");
+    request.set("object", pod);
+    request.putNull("oldObject");
+    request.put("dryRun", false);
+    request.putObject("options").put("apiVersion", "meta.k8s.io/v1").put("kind", "CreateOptions");
+    JsonNode service = webhook.path("clientConfig").path("service");
+    String path = service.path("path").asString("/");
+    int timeout = webhook.path("timeoutSeconds").asInt(10);
+    HttpRequest post =
+        HttpRequest.newBuilder(serviceBase.resolve(path + "?timeout=" + timeout + "s"))
+            .timeout(Duration.ofSeconds(timeout))
+            .header("Content-Type", "application/json")
+            .POST(HttpRequest.BodyPublishers.ofString(JSON.writeValueAsString(review)))
+            .build();
+    HttpResponse<String> response = http.send(post, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+    if (response.statusCode() != 200) {
+      throw new IllegalStateException("the server responded with HTTP " + response.statusCode());
+    }
+    return JSON.readTree(response.body()).path("response");
+  }
+
+  private static String oneLine(Exception e) {
+    String message = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+    return message.lines().findFirst().orElse("").trim();
+  }
+}

@@ -1,0 +1,91 @@
+package io.vgpu.examples.lab.apiserver;
+
+import io.fabric8.kubernetes.client.Config;
+import io.fabric8.kubernetes.client.ConfigBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
+import io.fabric8.mockwebserver.Context;
+import io.fabric8.mockwebserver.MockWebServer;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * The lab's API server: fabric8's mock server in CRUD mode on loopback, with {@link LabApiDispatcher}'s
+ * additions. Components reach it through a kubeconfig file, as they would reach a real one.
+ */
+public final class ApiServerStandIn implements AutoCloseable {
+  /** fabric8's mock server logs every request at INFO through java.util.logging; held strongly so the level sticks. */
+  private static final Logger REQUEST_LOG = Logger.getLogger("io.fabric8.mockwebserver");
+
+  static {
+    REQUEST_LOG.setLevel(Level.WARNING);
+  }
+
+  private final LabApiDispatcher dispatcher = new LabApiDispatcher();
+  private final KubernetesMockServer server;
+
+  private ApiServerStandIn() {
+    this.server = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(), dispatcher, false);
+  }
+
+  /** Starts a server on a free loopback port. */
+  public static ApiServerStandIn start() {
+    ApiServerStandIn api = new ApiServerStandIn();
+    api.server.init(InetAddress.getLoopbackAddress(), 0);
+    return api;
+  }
+
+  /** The server's base URL. */
+  public String url() {
+    return "http://127.0.0.1:" + server.getPort();
+  }
+
+  /** Installs the mutating webhook called on pod creation. */
+  public void admission(AdmissionWebhookCaller caller) {
+    dispatcher.admission(caller);
+  }
+
+  /** A client of this server (for the lab's own stand-ins). */
+  public KubernetesClient client() {
+    Config config = new ConfigBuilder().withMasterUrl(url()).withNamespace("default").withRequestTimeout(30_000).withConnectionTimeout(5_000).build();
+    return new KubernetesClientBuilder().withConfig(config).build();
+  }
+
+  /** Writes a kubeconfig that points at this server. */
+  public Path writeKubeconfig(Path file) {
+    String kubeconfig =
+        """
+        apiVersion: v1
+        kind: Config
+        clusters:
+          - name: vgpu-lab
+            cluster: {server: "%s"}
+        users:
+          - name: vgpu-lab
+            user: {token: vgpu-lab}
+        contexts:
+          - name: vgpu-lab
+            context: {cluster: vgpu-lab, user: vgpu-lab, namespace: default}
+        current-context: vgpu-lab
+        """
+            .formatted(url());
+    try {
+      Files.writeString(file, kubeconfig);
+      return file;
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot write " + file, e);
+    }
+  }
+
+  @Override
+  public void close() {
+    server.destroy();
+  }
+}

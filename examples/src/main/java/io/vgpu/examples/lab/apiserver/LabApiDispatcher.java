@@ -1,0 +1,244 @@
+package io.vgpu.examples.lab.apiserver;
+
+import io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher;
+import io.fabric8.mockwebserver.dsl.HttpMethod;
+import io.fabric8.mockwebserver.http.Buffer;
+import io.fabric8.mockwebserver.http.Dispatcher;
+import io.fabric8.mockwebserver.http.Headers;
+import io.fabric8.mockwebserver.http.MockResponse;
+import io.fabric8.mockwebserver.http.RecordedRequest;
+import io.vgpu.k8s.pod.PodJson;
+import java.net.URI;
+import java.net.URLDecoder;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.jspecify.annotations.Nullable;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.node.ArrayNode;
+import tools.jackson.databind.node.ObjectNode;
+
+/**
+ * fabric8's CRUD mock API server plus what a real API server does that it does not: the mutating
+ * admission webhook on pod creation; the Binding subresource ({@code pods/{name}/binding}) and the
+ * {@code bindings} collection, which set {@code spec.nodeName} once and answer 409 Conflict after;
+ * and the {@code spec.nodeName} field selector on pod lists (the node agent lists its node's pods that
+ * way). Everything else — CRUD, watches, patches, Events, Leases, ResourceQuotas — is fabric8's.
+ */
+final class LabApiDispatcher extends Dispatcher {
+  private static final JsonMapper JSON = PodJson.mapper();
+  private static final Pattern POD_CREATE = Pattern.compile("/api/v1/namespaces/([^/]+)/pods");
+  private static final Pattern POD_BINDING = Pattern.compile("/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding");
+  private static final Pattern BINDINGS = Pattern.compile("/api/v1/namespaces/([^/]+)/bindings");
+  private static final Pattern POD_LIST = Pattern.compile("/api/v1(/namespaces/[^/]+)?/pods");
+  private static final String NODE_NAME_FIELD = "spec.nodeName";
+
+  private final KubernetesCrudDispatcher crud = new KubernetesCrudDispatcher();
+  private final AtomicReference<@Nullable AdmissionWebhookCaller> admission = new AtomicReference<>();
+  private final Object bindingLock = new Object();
+
+  /** Installs the webhook the API server calls on pod creation (until then pods are admitted as sent). */
+  void admission(AdmissionWebhookCaller caller) {
+    admission.set(caller);
+  }
+
+  @Override
+  public MockResponse dispatch(RecordedRequest request) {
+    try {
+      URI uri = URI.create(request.getPath());
+      String path = uri.getRawPath();
+      HttpMethod method = request.method();
+      if (method == HttpMethod.POST) {
+        Matcher m = POD_BINDING.matcher(path);
+        if (m.matches()) {
+          return bind(m.group(1), m.group(2), JSON.readTree(body(request)));
+        }
+        m = BINDINGS.matcher(path);
+        if (m.matches()) {
+          JsonNode binding = JSON.readTree(body(request));
+          return bind(m.group(1), binding.path("metadata").path("name").asString(""), binding);
+        }
+        m = POD_CREATE.matcher(path);
+        if (m.matches()) {
+          return createPod(request, m.group(1));
+        }
+      }
+      if (method == HttpMethod.GET && POD_LIST.matcher(path).matches()) {
+        String nodeName = nodeNameSelector(uri.getRawQuery());
+        if (nodeName != null) {
+          return podsOnNode(request, uri, nodeName);
+        }
+      }
+      return crud.dispatch(request);
+    } catch (RuntimeException e) {
+      return status(500, "InternalError", "the lab's API server failed on " + request.getRequestLine() + ": " + e);
+    }
+  }
+
+  private static String body(RecordedRequest request) {
+    return request.getBody() == null ? "" : new String(request.getBody().getBytes(), StandardCharsets.UTF_8);
+  }
+
+  private MockResponse createPod(RecordedRequest request, String namespace) {
+    JsonNode pod = JSON.readTree(body(request));
+    if (pod instanceof ObjectNode object) {
+      object.withObject("metadata").put("namespace", namespace);
+    }
+    AdmissionWebhookCaller caller = admission.get();
+    if (caller != null) {
+      AdmissionWebhookCaller.Outcome outcome = caller.admitCreate(pod, namespaceLabels(namespace));
+      if (!outcome.allowed()) {
+        return status(400, "BadRequest", outcome.message());
+      }
+      pod = outcome.pod();
+    }
+    return crud.dispatch(new RecordedRequest(request.getHttpVersion(), request.method(), request.getPath(), request.getHeaders(),
+        new Buffer(JSON.writeValueAsBytes(pod))));
+  }
+
+  private Map<String, String> namespaceLabels(String namespace) {
+    MockResponse response = crud.handleGet("/api/v1/namespaces/" + namespace);
+    if (response.code() != 200) {
+      return Map.of();
+    }
+    Map<String, String> labels = new LinkedHashMap<>();
+    JSON.readTree(response.getBody().getBytes()).path("metadata").path("labels").properties().forEach(e -> labels.put(e.getKey(), e.getValue().asString("")));
+    return labels;
+  }
+
+  /** Sets the pod's node once, as the API server's binding storage does; a second binding conflicts. */
+  private MockResponse bind(String namespace, String name, JsonNode binding) {
+    String target = binding.path("target").path("name").asString("");
+    if (name.isEmpty() || target.isEmpty()) {
+      return status(400, "BadRequest", "a Binding needs metadata.name and target.name");
+    }
+    String podPath = "/api/v1/namespaces/" + namespace + "/pods/" + name;
+    synchronized (bindingLock) {
+      MockResponse current = crud.handleGet(podPath);
+      if (current.code() != 200) {
+        return status(404, "NotFound", "pods \"" + name + "\" not found");
+      }
+      ObjectNode pod = (ObjectNode) JSON.readTree(current.getBody().getBytes());
+      String uid = binding.path("metadata").path("uid").asString("");
+      if (!uid.isEmpty() && !uid.equals(pod.path("metadata").path("uid").asString(""))) {
+        return status(409, "Conflict", "Operation cannot be fulfilled on pods/binding \"" + name + "\": the pod's UID is not " + uid);
+      }
+      String assigned = pod.path("spec").path("nodeName").asString("");
+      if (!assigned.isEmpty()) {
+        return status(409, "Conflict", "Operation cannot be fulfilled on pods/binding \"" + name + "\": pod " + name + " is already assigned to node \"" + assigned + "\"");
+      }
+      pod.withObject("spec").put("nodeName", target);
+      ArrayNode conditions = pod.withObject("status").withArray("conditions");
+      List<JsonNode> kept = new ArrayList<>();
+      conditions.forEach(c -> {
+        if (!c.path("type").asString("").equals("PodScheduled")) {
+          kept.add(c);
+        }
+      });
+      conditions.removeAll();
+      kept.forEach(conditions::add);
+      ObjectNode scheduled = conditions.addObject();
+      scheduled.put("type", "PodScheduled");
+      scheduled.put("status", "True");
+      scheduled.put("lastTransitionTime", Instant.now().truncatedTo(ChronoUnit.SECONDS).toString());
+      MockResponse updated = crud.handleUpdate(request(HttpMethod.PUT, podPath, JSON.writeValueAsString(pod)));
+      if (updated.code() >= 300) {
+        return updated;
+      }
+    }
+    return status(201, "Success", "");
+  }
+
+  private MockResponse podsOnNode(RecordedRequest request, URI uri, String nodeName) {
+    if (uri.getRawQuery() != null && uri.getRawQuery().contains("watch=true")) {
+      return status(400, "BadRequest", "the lab's API server does not watch pods by " + NODE_NAME_FIELD);
+    }
+    String query = withoutNodeNameSelector(uri.getRawQuery());
+    String path = uri.getRawPath() + (query.isEmpty() ? "" : "?" + query);
+    MockResponse list = crud.handleGet(path);
+    if (list.code() != 200) {
+      return list;
+    }
+    ObjectNode body = (ObjectNode) JSON.readTree(list.getBody().getBytes());
+    ArrayNode items = body.withArray("items");
+    ArrayNode kept = JSON.createArrayNode();
+    items.forEach(p -> {
+      if (nodeName.equals(p.path("spec").path("nodeName").asString(""))) {
+        kept.add(p);
+      }
+    });
+    body.set("items", kept);
+    return new MockResponse().setResponseCode(200).setHeader("Content-Type", "application/json").setBody(JSON.writeValueAsString(body));
+  }
+
+  private static @Nullable String nodeNameSelector(@Nullable String rawQuery) {
+    for (String requirement : fieldSelector(rawQuery)) {
+      String[] kv = requirement.split("==?", 2);
+      if (kv.length == 2 && kv[0].equals(NODE_NAME_FIELD)) {
+        return kv[1];
+      }
+    }
+    return null;
+  }
+
+  private static List<String> fieldSelector(@Nullable String rawQuery) {
+    if (rawQuery == null) {
+      return List.of();
+    }
+    for (String param : rawQuery.split("&")) {
+      if (param.startsWith("fieldSelector=")) {
+        return List.of(URLDecoder.decode(param.substring("fieldSelector=".length()), StandardCharsets.UTF_8).split(","));
+      }
+    }
+    return List.of();
+  }
+
+  private static String withoutNodeNameSelector(String rawQuery) {
+    List<String> params = new ArrayList<>();
+    for (String param : rawQuery.split("&")) {
+      if (!param.startsWith("fieldSelector=")) {
+        params.add(param);
+        continue;
+      }
+      List<String> rest = new ArrayList<>();
+      for (String r : fieldSelector(param)) {
+        if (!r.startsWith(NODE_NAME_FIELD + "=")) {
+          rest.add(r);
+        }
+      }
+      if (!rest.isEmpty()) {
+        params.add("fieldSelector=" + URLEncoder.encode(String.join(",", rest), StandardCharsets.UTF_8));
+      }
+    }
+    return String.join("&", params);
+  }
+
+  /** A request to the CRUD store, as a client would send it. */
+  private static RecordedRequest request(HttpMethod method, String path, String body) {
+    Headers headers = Headers.builder().add("Content-Type", "application/json").build();
+    return new RecordedRequest("HTTP/1.1", method, path, headers, new Buffer(body.getBytes(StandardCharsets.UTF_8)));
+  }
+
+  private static MockResponse status(int code, String reason, String message) {
+    ObjectNode status = JSON.createObjectNode();
+    status.put("apiVersion", "v1");
+    status.put("kind", "Status");
+    status.putObject("metadata");
+    status.put("status", code < 300 ? "Success" : "Failure");
+    if (!message.isEmpty()) {
+      status.put("message", message);
+    }
+    status.put("reason", reason);
+    status.put("code", code);
+    return new MockResponse().setResponseCode(code).setHeader("Content-Type", "application/json").setBody(JSON.writeValueAsString(status));
+  }
+}

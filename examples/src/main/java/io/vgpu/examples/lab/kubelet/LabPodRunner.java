@@ -1,0 +1,109 @@
+package io.vgpu.examples.lab.kubelet;
+
+import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.EnvVar;
+import io.fabric8.kubernetes.api.model.Pod;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.function.Supplier;
+
+/**
+ * How a pod's container becomes a process on one lab node: the image {@code vgpu-lab/probe} runs the
+ * probe with the container's args as its ops; any other image runs a process that only holds what it
+ * was granted. The environment is the container's own (literal values and the downward API's pod
+ * fields), then what the device plugin allocated; the NVIDIA runtime's part — the node's driver
+ * libraries and its visible GPUs — applies when the final environment names GPUs in {@code
+ * NVIDIA_VISIBLE_DEVICES}.
+ */
+public final class LabPodRunner implements KubeletStandIn.PodRunner {
+  /** The image that runs the probe. */
+  public static final String PROBE_IMAGE = "vgpu-lab/probe";
+  private static final String VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES";
+  private static final String MOCK_VISIBLE = "VGPU_MOCK_VISIBLE_DEVICES";
+
+  private final String node;
+  private final ContainerRuntime runtime;
+  private final MockMachine machine;
+  private final Supplier<Path> probe;
+  private final Map<String, String> driverLibraries;
+
+  /**
+   * A runner for one node.
+   *
+   * @param probe finds the probe program (when a container runs it)
+   * @param driverLibraries the mock driver's libraries by the file name a container loads
+   */
+  public LabPodRunner(String node, ContainerRuntime runtime, MockMachine machine, Supplier<Path> probe, Map<String, String> driverLibraries) {
+    this.node = node;
+    this.runtime = runtime;
+    this.machine = machine;
+    this.probe = probe;
+    this.driverLibraries = Map.copyOf(driverLibraries);
+  }
+
+  @Override
+  public RunningContainer start(Pod pod, String containerName, Map<String, String> allocatedEnv, List<ContainerSpec.Mount> mounts) throws IOException {
+    Container container = container(pod, containerName);
+    Map<String, String> env = new LinkedHashMap<>();
+    env.put("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+    env.put("HOME", "/tmp");
+    env.put("HOSTNAME", pod.getMetadata().getName());
+    for (EnvVar e : Optional.ofNullable(container.getEnv()).orElse(List.of())) {
+      value(pod, e).ifPresent(v -> env.put(e.getName(), v));
+    }
+    env.putAll(allocatedEnv);
+    Optional<ContainerSpec.DriverView> driver = Optional.empty();
+    String visible = env.getOrDefault(VISIBLE_DEVICES, "");
+    if (!visible.isEmpty() && !visible.equals("void") && !visible.equals("none") && machine.hasGpus()) {
+      Map<String, String> driverEnv = new LinkedHashMap<>(machine.environment());
+      driverEnv.put(MOCK_VISIBLE, visible);
+      env.putAll(driverEnv);
+      driver = Optional.of(new ContainerSpec.DriverView(driverLibraries, driverEnv));
+    }
+    List<String> command = new ArrayList<>();
+    if (isProbe(container.getImage())) {
+      command.add(probe.get().toString());
+      command.addAll(Optional.ofNullable(container.getArgs()).orElse(List.of()));
+    } else {
+      command.add("sleep");
+      command.add("infinity");
+    }
+    String qos = QosClass.of(pod);
+    return runtime.start(new ContainerSpec(
+        pod.getMetadata().getNamespace(), pod.getMetadata().getName(), pod.getMetadata().getUid(), qos, containerName, command, env, mounts, driver));
+  }
+
+  /** Whether an image reference names the probe (any tag or digest). */
+  public static boolean isProbe(String image) {
+    return image != null && (image.equals(PROBE_IMAGE) || image.startsWith(PROBE_IMAGE + ":") || image.startsWith(PROBE_IMAGE + "@"));
+  }
+
+  private Optional<String> value(Pod pod, EnvVar e) {
+    if (e.getValue() != null) {
+      return Optional.of(e.getValue());
+    }
+    if (e.getValueFrom() != null && e.getValueFrom().getFieldRef() != null) {
+      return switch (e.getValueFrom().getFieldRef().getFieldPath()) {
+        case "metadata.name" -> Optional.of(pod.getMetadata().getName());
+        case "metadata.namespace" -> Optional.of(pod.getMetadata().getNamespace());
+        case "metadata.uid" -> Optional.of(pod.getMetadata().getUid());
+        case "spec.nodeName" -> Optional.of(node);
+        case "status.hostIP", "status.podIP" -> Optional.of("127.0.0.1");
+        default -> Optional.empty();
+      };
+    }
+    return e.getValueFrom() == null ? Optional.of("") : Optional.empty();
+  }
+
+  private static Container container(Pod pod, String name) {
+    List<Container> all = new ArrayList<>(pod.getSpec().getContainers());
+    Optional.ofNullable(pod.getSpec().getInitContainers()).ifPresent(all::addAll);
+    return all.stream().filter(c -> c.getName().equals(name)).findFirst()
+        .orElseThrow(() -> new IllegalStateException("pod has no container " + name));
+  }
+}

@@ -1,0 +1,525 @@
+package io.vgpu.examples.lab.kubescheduler;
+
+import io.fabric8.kubernetes.api.model.Binding;
+import io.fabric8.kubernetes.api.model.BindingBuilder;
+import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.Node;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.ResourceQuota;
+import io.fabric8.kubernetes.api.model.coordination.v1.Lease;
+import io.fabric8.kubernetes.api.model.coordination.v1.LeaseBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.fabric8.kubernetes.client.dsl.base.PatchContext;
+import io.fabric8.kubernetes.client.dsl.base.PatchType;
+import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
+import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
+import io.vgpu.api.PodRef;
+import io.vgpu.examples.lab.apiserver.EventWriter;
+import io.vgpu.k8s.pod.NodeSelection;
+import io.vgpu.k8s.pod.PodJson;
+import io.vgpu.k8s.pod.PodRefs;
+import java.io.IOException;
+import java.net.URI;
+import java.time.Instant;
+import java.time.ZonedDateTime;
+import java.time.ZoneOffset;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.HashSet;
+import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
+import java.util.function.Supplier;
+import javax.net.ssl.SSLContext;
+import org.jspecify.annotations.Nullable;
+import tools.jackson.databind.node.ObjectNode;
+
+/**
+ * The lab's kube-scheduler: holds the leader election Lease as kube-scheduler writes it ({@code
+ * <hostname>_<uuid>}, the hostname being the scheduler pod's name), and schedules the pods of its
+ * profiles one at a time, oldest first, as kube-scheduler does with an extender configured by the
+ * reference deployment: its own node filters (node selector, required node affinity, unschedulable
+ * nodes), then — for pods that request a managed resource — the extender's filter with the candidate
+ * node names and the extender's bind; other pods are bound to the first candidate through the API.
+ * Unschedulable pods wait for a change in the cluster (a pod deleted or finished, a node or quota
+ * changed) and are then tried again; failed binds are retried after a back-off.
+ *
+ * <p>Deliberate deviations, so that the lab agrees with {@code vgpu simulate}: candidates go to the
+ * extender in the scenario's node order and the first node it accepts is chosen.
+ */
+public final class KubeSchedulerStandIn implements AutoCloseable {
+  private static final long LEASE_SECONDS = 15;
+  private static final long RENEW_MILLIS = 2_000;
+  private static final long BACKOFF_START_MILLIS = 100;
+  private static final long BACKOFF_MAX_MILLIS = 2_000;
+
+  private final KubernetesClient client;
+  private final KubeSchedulerConfig config;
+  private final ExtenderClient extender;
+  private final Supplier<List<String>> nodeOrder;
+  private final String holderIdentity;
+  private final EventWriter events;
+  private final SharedIndexInformer<Pod> pods;
+  private final SharedIndexInformer<Node> nodes;
+  private final SharedIndexInformer<ResourceQuota> quotas;
+  private final ScheduledExecutorService leases;
+  private final Thread worker;
+  private final Object lock = new Object();
+  private final Map<String, Queued> queue = new LinkedHashMap<>();
+  private final Set<String> seen = new HashSet<>();
+  private final Set<String> gone = new HashSet<>();
+  private final List<PodRef> placed = new ArrayList<>();
+  private long generation;
+  private long sequence;
+  private boolean busy;
+  private volatile boolean closed;
+
+  private enum State { ACTIVE, UNSCHEDULABLE, BACKOFF }
+
+  /** A pod waiting to be scheduled. */
+  private static final class Queued {
+    final String uid;
+    final PodRef ref;
+    final long order;
+    State state = State.ACTIVE;
+    long attemptGeneration = -1;
+    long retryAt;
+    long backoff = BACKOFF_START_MILLIS;
+    Map<String, String> reasons = Map.of();
+
+    Queued(String uid, PodRef ref, long order) {
+      this.uid = uid;
+      this.ref = ref;
+      this.order = order;
+    }
+  }
+
+  /**
+   * Starts the scheduler.
+   *
+   * @param extenderBase where the extender's urlPrefix points in the lab
+   * @param tls the TLS context for the extender (trust, and a client certificate when configured)
+   * @param nodeOrder the nodes in the scenario's order
+   * @param schedulerHostname the hostname of kube-scheduler's pod: the vgpu scheduler pod's name
+   */
+  public KubeSchedulerStandIn(
+      KubernetesClient client, KubeSchedulerConfig config, URI extenderBase, SSLContext tls, Supplier<List<String>> nodeOrder, String schedulerHostname) {
+    this.client = client;
+    this.config = config;
+    this.extender = new ExtenderClient(config.extender(), extenderBase, tls);
+    this.nodeOrder = nodeOrder;
+    this.holderIdentity = schedulerHostname + "_" + UUID.randomUUID();
+    this.events = new EventWriter(client, config.schedulerNames().iterator().next());
+    this.leases = Executors.newSingleThreadScheduledExecutor(r -> daemon(r, "lab-kube-scheduler-lease"));
+    this.leases.scheduleWithFixedDelay(this::renewLease, 0, RENEW_MILLIS, TimeUnit.MILLISECONDS);
+    this.nodes = client.nodes().inform(changes(n -> true), 0);
+    this.quotas = client.resourceQuotas().inAnyNamespace().inform(changes(q -> true), 0);
+    this.pods = client.pods().inAnyNamespace().inform(new PodHandler(), 0);
+    this.worker = new Thread(this::run, "lab-kube-scheduler");
+    this.worker.setDaemon(true);
+    this.worker.start();
+  }
+
+  private static Thread daemon(Runnable r, String name) {
+    Thread t = new Thread(r, name);
+    t.setDaemon(true);
+    return t;
+  }
+
+  /** The Lease holder this scheduler writes. */
+  public String holderIdentity() {
+    return holderIdentity;
+  }
+
+  /** A count of the cluster changes that can make an unschedulable pod fit. */
+  public long generation() {
+    synchronized (lock) {
+      return generation;
+    }
+  }
+
+  /**
+   * Whether the scheduler has nothing left to do until the cluster changes: no pod being scheduled, and
+   * every waiting pod found unschedulable since the last change.
+   */
+  public boolean idle() {
+    synchronized (lock) {
+      if (busy) {
+        return false;
+      }
+      for (Queued q : queue.values()) {
+        if (q.state != State.UNSCHEDULABLE || q.attemptGeneration != generation) {
+          return false;
+        }
+      }
+      return true;
+    }
+  }
+
+  /** What keeps the scheduler busy, for a settle timeout's message. */
+  public List<String> pendingWork() {
+    synchronized (lock) {
+      List<String> out = new ArrayList<>();
+      if (busy) {
+        out.add("kube-scheduler is scheduling a pod");
+      }
+      for (Queued q : queue.values()) {
+        if (q.state != State.UNSCHEDULABLE || q.attemptGeneration != generation) {
+          out.add(q.ref + " waits to be scheduled (" + q.state.name().toLowerCase() + ")");
+        }
+      }
+      return out;
+    }
+  }
+
+  /** Whether this scheduler has seen the pod with this UID (so its {@link #idle} accounts for it). */
+  public boolean seen(String uid) {
+    synchronized (lock) {
+      return seen.contains(uid);
+    }
+  }
+
+  /** Whether this scheduler has seen the pod with this UID deleted. */
+  public boolean seenDeleted(String uid) {
+    synchronized (lock) {
+      return gone.contains(uid);
+    }
+  }
+
+  /** The pods this scheduler bound, in order. */
+  public List<PodRef> placed() {
+    synchronized (lock) {
+      return List.copyOf(placed);
+    }
+  }
+
+  /** Why the last attempt did not place the pod: per node, the extender's reason or kube-scheduler's own. */
+  public Map<String, String> reasons(PodRef pod) {
+    synchronized (lock) {
+      for (Queued q : queue.values()) {
+        if (q.ref.equals(pod)) {
+          return q.reasons;
+        }
+      }
+      return Map.of();
+    }
+  }
+
+  // --- Informers
+
+  private <T> ResourceEventHandler<T> changes(Predicate<T> relevant) {
+    return new ResourceEventHandler<>() {
+      @Override
+      public void onAdd(T obj) {
+        clusterChanged();
+      }
+
+      @Override
+      public void onUpdate(T before, T after) {
+        if (relevant.test(after)) {
+          clusterChanged();
+        }
+      }
+
+      @Override
+      public void onDelete(T obj, boolean finalStateUnknown) {
+        clusterChanged();
+      }
+    };
+  }
+
+  private void clusterChanged() {
+    synchronized (lock) {
+      generation++;
+      for (Queued q : queue.values()) {
+        if (q.state == State.UNSCHEDULABLE) {
+          q.state = State.ACTIVE;
+        }
+      }
+      lock.notifyAll();
+    }
+  }
+
+  private final class PodHandler implements ResourceEventHandler<Pod> {
+    @Override
+    public void onAdd(Pod pod) {
+      track(pod);
+    }
+
+    @Override
+    public void onUpdate(Pod before, Pod after) {
+      boolean wasDone = terminal(before);
+      track(after);
+      if (!wasDone && terminal(after)) {
+        clusterChanged();
+      }
+    }
+
+    @Override
+    public void onDelete(Pod pod, boolean finalStateUnknown) {
+      synchronized (lock) {
+        queue.remove(pod.getMetadata().getUid());
+        gone.add(pod.getMetadata().getUid());
+      }
+      clusterChanged();
+    }
+  }
+
+  private static boolean terminal(Pod pod) {
+    String phase = pod.getStatus() == null ? null : pod.getStatus().getPhase();
+    return "Succeeded".equals(phase) || "Failed".equals(phase);
+  }
+
+  private void track(Pod pod) {
+    String uid = pod.getMetadata().getUid();
+    boolean waiting =
+        pod.getSpec() != null
+            && (pod.getSpec().getNodeName() == null || pod.getSpec().getNodeName().isEmpty())
+            && config.schedulerNames().contains(Optional.ofNullable(pod.getSpec().getSchedulerName()).orElse("default-scheduler"))
+            && pod.getMetadata().getDeletionTimestamp() == null
+            && !terminal(pod);
+    synchronized (lock) {
+      seen.add(uid);
+      if (!waiting) {
+        queue.remove(uid);
+      } else if (!queue.containsKey(uid)) {
+        queue.put(uid, new Queued(uid, PodRefs.of(pod), sequence++));
+        lock.notifyAll();
+      }
+    }
+  }
+
+  // --- Scheduling
+
+  private void run() {
+    while (!closed) {
+      Queued next;
+      long attemptGeneration;
+      synchronized (lock) {
+        next = nextReady();
+        if (next == null) {
+          try {
+            lock.wait(50);
+          } catch (InterruptedException e) {
+            return;
+          }
+          continue;
+        }
+        busy = true;
+        attemptGeneration = generation;
+      }
+      try {
+        schedule(next, attemptGeneration);
+      } catch (InterruptedException e) {
+        return;
+      } catch (RuntimeException | IOException e) {
+        backOff(next, Map.of("", "scheduling error: " + e.getMessage()));
+      } finally {
+        synchronized (lock) {
+          busy = false;
+        }
+      }
+    }
+  }
+
+  private @Nullable Queued nextReady() {
+    long now = System.currentTimeMillis();
+    Queued best = null;
+    for (Queued q : queue.values()) {
+      boolean ready = q.state == State.ACTIVE || (q.state == State.BACKOFF && q.retryAt <= now);
+      if (ready && (best == null || q.order < best.order)) {
+        best = q;
+      }
+    }
+    return best;
+  }
+
+  private void schedule(Queued queued, long attemptGeneration) throws IOException, InterruptedException {
+    Pod pod = client.pods().inNamespace(queued.ref.namespace()).withName(queued.ref.name()).get();
+    if (pod == null || !queued.uid.equals(pod.getMetadata().getUid()) || (pod.getSpec().getNodeName() != null && !pod.getSpec().getNodeName().isEmpty())) {
+      synchronized (lock) {
+        queue.remove(queued.uid);
+      }
+      return;
+    }
+    Map<String, String> reasons = new LinkedHashMap<>();
+    List<String> candidates = new ArrayList<>();
+    for (String name : nodeOrder.get()) {
+      Node node = nodes.getStore().getByKey(name);
+      if (node == null) {
+        continue;
+      }
+      Map<String, String> labels = node.getMetadata().getLabels() == null ? Map.of() : node.getMetadata().getLabels();
+      if (Boolean.TRUE.equals(node.getSpec() == null ? null : node.getSpec().getUnschedulable())) {
+        reasons.put(name, "NodeUnschedulable");
+      } else if (!NodeSelection.allows(pod, name, labels)) {
+        reasons.put(name, "NodeSelectorMismatch");
+      } else {
+        candidates.add(name);
+      }
+    }
+    if (candidates.isEmpty()) {
+      unschedulable(queued, pod, reasons, attemptGeneration);
+      return;
+    }
+    if (!interestsExtender(pod)) {
+      bindDirectly(queued, pod, candidates.get(0));
+      return;
+    }
+    ExtenderClient.Filtered filtered = extender.filter(pod, candidates);
+    if (!filtered.error().isEmpty()) {
+      events.warning(pod, "FailedScheduling", "extender error: " + filtered.error());
+      backOff(queued, Map.of("", filtered.error()));
+      return;
+    }
+    reasons.putAll(filtered.failedNodes());
+    Optional<String> chosen = candidates.stream().filter(filtered.nodeNames()::contains).findFirst();
+    if (chosen.isEmpty()) {
+      unschedulable(queued, pod, ordered(reasons), attemptGeneration);
+      return;
+    }
+    String error = extender.bind(pod, chosen.get());
+    if (!error.isEmpty()) {
+      events.warning(pod, "FailedScheduling", "binding rejected: " + error);
+      backOff(queued, Map.of(chosen.get(), error));
+      return;
+    }
+    scheduled(queued, pod, chosen.get());
+  }
+
+  private Map<String, String> ordered(Map<String, String> reasons) {
+    Map<String, String> out = new LinkedHashMap<>();
+    for (String name : nodeOrder.get()) {
+      if (reasons.containsKey(name)) {
+        out.put(name, reasons.get(name));
+      }
+    }
+    return out;
+  }
+
+  private boolean interestsExtender(Pod pod) {
+    List<Container> all = new ArrayList<>(pod.getSpec().getContainers());
+    if (pod.getSpec().getInitContainers() != null) {
+      all.addAll(pod.getSpec().getInitContainers());
+    }
+    for (Container c : all) {
+      if (c.getResources() == null) {
+        continue;
+      }
+      for (var resources : List.of(Optional.ofNullable(c.getResources().getLimits()), Optional.ofNullable(c.getResources().getRequests()))) {
+        if (resources.isPresent() && resources.get().keySet().stream().anyMatch(config.extender().managedResources()::contains)) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  private void bindDirectly(Queued queued, Pod pod, String node) {
+    Binding binding =
+        new BindingBuilder()
+            .withNewMetadata().withName(pod.getMetadata().getName()).withNamespace(pod.getMetadata().getNamespace()).withUid(pod.getMetadata().getUid()).endMetadata()
+            .withNewTarget().withApiVersion("v1").withKind("Node").withName(node).endTarget()
+            .build();
+    try {
+      client.bindings().inNamespace(pod.getMetadata().getNamespace()).resource(binding).create();
+      scheduled(queued, pod, node);
+    } catch (KubernetesClientException e) {
+      events.warning(pod, "FailedScheduling", "binding rejected: " + e.getMessage());
+      backOff(queued, Map.of(node, String.valueOf(e.getMessage())));
+    }
+  }
+
+  private void scheduled(Queued queued, Pod pod, String node) {
+    synchronized (lock) {
+      queue.remove(queued.uid);
+      placed.add(queued.ref);
+    }
+    events.normal(pod, "Scheduled", "Successfully assigned " + queued.ref + " to " + node);
+  }
+
+  private void unschedulable(Queued queued, Pod pod, Map<String, String> reasons, long attemptGeneration) {
+    int total = nodeOrder.get().size();
+    StringBuilder message = new StringBuilder("0/" + total + " nodes are available:");
+    reasons.forEach((node, reason) -> message.append(' ').append(node).append(": ").append(reason).append(';'));
+    String text = message.toString().endsWith(";") ? message.substring(0, message.length() - 1) + "." : message + " no node was considered.";
+    events.warning(pod, "FailedScheduling", text);
+    markUnschedulable(pod, text);
+    synchronized (lock) {
+      queued.reasons = Map.copyOf(reasons);
+      queued.state = State.UNSCHEDULABLE;
+      queued.attemptGeneration = attemptGeneration;
+      queued.backoff = BACKOFF_START_MILLIS;
+      if (attemptGeneration != generation) {
+        queued.state = State.ACTIVE; // the cluster changed during the attempt
+      }
+    }
+  }
+
+  private void markUnschedulable(Pod pod, String message) {
+    ObjectNode patch = PodJson.mapper().createObjectNode();
+    var condition = patch.putObject("status").putArray("conditions").addObject();
+    condition.put("type", "PodScheduled");
+    condition.put("status", "False");
+    condition.put("reason", "Unschedulable");
+    condition.put("message", message);
+    condition.put("lastTransitionTime", Instant.now().truncatedTo(ChronoUnit.SECONDS).toString());
+    try {
+      client.pods().inNamespace(pod.getMetadata().getNamespace()).withName(pod.getMetadata().getName()).subresource("status")
+          .patch(PatchContext.of(PatchType.STRATEGIC_MERGE), patch.toString());
+    } catch (KubernetesClientException e) {
+      // the condition is informational
+    }
+  }
+
+  private void backOff(Queued queued, Map<String, String> reasons) {
+    synchronized (lock) {
+      queued.state = State.BACKOFF;
+      queued.retryAt = System.currentTimeMillis() + queued.backoff;
+      queued.backoff = Math.min(queued.backoff * 2, BACKOFF_MAX_MILLIS);
+      queued.reasons = Map.copyOf(reasons);
+    }
+  }
+
+  // --- Leader election
+
+  private void renewLease() {
+    try {
+      String now = ZonedDateTime.now(ZoneOffset.UTC).truncatedTo(ChronoUnit.MICROS).toString();
+      Lease current = client.leases().inNamespace(config.leaseNamespace()).withName(config.leaseName()).get();
+      if (current == null) {
+        Lease lease =
+            new LeaseBuilder()
+                .withNewMetadata().withName(config.leaseName()).withNamespace(config.leaseNamespace()).endMetadata()
+                .withNewSpec().withHolderIdentity(holderIdentity).withLeaseDurationSeconds((int) LEASE_SECONDS)
+                .withAcquireTime(ZonedDateTime.now(ZoneOffset.UTC)).withRenewTime(ZonedDateTime.now(ZoneOffset.UTC)).withLeaseTransitions(0).endSpec()
+                .build();
+        client.leases().inNamespace(config.leaseNamespace()).resource(lease).create();
+        return;
+      }
+      current.getSpec().setHolderIdentity(holderIdentity);
+      current.getSpec().setRenewTime(ZonedDateTime.parse(now));
+      client.leases().inNamespace(config.leaseNamespace()).resource(current).update();
+    } catch (KubernetesClientException e) {
+      // renewed at the next tick
+    }
+  }
+
+  @Override
+  public void close() {
+    closed = true;
+    worker.interrupt();
+    leases.shutdownNow();
+    pods.close();
+    nodes.close();
+    quotas.close();
+  }
+}

@@ -1,0 +1,276 @@
+package io.vgpu.examples.lab.report;
+
+import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.Event;
+import io.fabric8.kubernetes.api.model.Node;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.vgpu.api.DeviceGrant;
+import io.vgpu.api.PodGrant;
+import io.vgpu.api.PodRef;
+import io.vgpu.api.SchedulableDevice;
+import io.vgpu.core.DeviceUsage;
+import io.vgpu.core.Engine;
+import io.vgpu.core.NodeDevices;
+import io.vgpu.core.NodeUsage;
+import io.vgpu.examples.lab.LabCluster;
+import io.vgpu.examples.lab.kubelet.ContainerRecord;
+import io.vgpu.examples.lab.kubelet.PodWorker;
+import io.vgpu.examples.lab.kubelet.RunningContainer;
+import io.vgpu.k8s.codec.DeviceListCodec;
+import io.vgpu.k8s.codec.HamiAnnotations;
+import io.vgpu.k8s.codec.NodeRegisterCodec;
+import io.vgpu.k8s.pod.PodJson;
+import io.vgpu.k8s.pod.PodRefs;
+import io.vgpu.k8s.simulate.SimulationJson;
+import io.vgpu.k8s.simulate.SimulationResult;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import tools.jackson.databind.node.ArrayNode;
+import tools.jackson.databind.node.ObjectNode;
+
+/**
+ * LAB.md's report at the end of a run, read from what the real components left: pods and Events from
+ * the API server, container state and probe output from the kubelets' processes, metrics scraped from
+ * the components, and {@code nodes} computed from the nodes' registrations and the pods' allocation
+ * annotations (not from any component's memory).
+ */
+public final class LabReportBuilder {
+  /** Annotations the scheduler writes that are timestamps: left out so reports compare. */
+  private static final Set<String> TIMESTAMPS = Set.of(HamiAnnotations.ASSIGNED_TIME, HamiAnnotations.BIND_TIME);
+  private static final List<String> SCHEDULER_ANNOTATIONS =
+      List.of(HamiAnnotations.ASSIGNED_NODE, HamiAnnotations.DEVICES_ALLOCATED, HamiAnnotations.DEVICES_TO_ALLOCATE, HamiAnnotations.BIND_PHASE);
+
+  private final LabCluster cluster;
+  private final Map<PodRef, Optional<String>> order;
+  private final ArrayNode timeline;
+
+  /**
+   * A builder.
+   *
+   * @param order every pod created and not deleted, in creation order, with the webhook's message when it was rejected
+   */
+  public LabReportBuilder(LabCluster cluster, Map<PodRef, Optional<String>> order, ArrayNode timeline) {
+    this.cluster = cluster;
+    this.order = order;
+    this.timeline = timeline;
+  }
+
+  /** The report. */
+  public ObjectNode build() {
+    ObjectNode root = PodJson.mapper().createObjectNode();
+    Map<PodRef, Pod> live = new HashMap<>();
+    for (Pod pod : cluster.client().pods().inAnyNamespace().list().getItems()) {
+      live.put(PodRefs.of(pod), pod);
+    }
+    ArrayNode pods = root.putArray("pods");
+    order.forEach((ref, rejection) -> {
+      if (rejection.isPresent()) {
+        ObjectNode p = pods.addObject();
+        p.put("namespace", ref.namespace());
+        p.put("name", ref.name());
+        p.put("phase", "Rejected");
+        p.put("message", rejection.get());
+      } else if (live.containsKey(ref)) {
+        pods.add(pod(ref, live.get(ref)));
+      }
+    });
+    root.set("timeline", timeline);
+    root.set("nodes", nodes(live.values()));
+    root.set("events", events());
+    root.set("metrics", cluster.scrape());
+    ObjectNode uids = root.putObject("uids");
+    order.keySet().stream().filter(live::containsKey).forEach(ref -> uids.put(ref.toString(), live.get(ref).getMetadata().getUid()));
+    return root;
+  }
+
+  private ObjectNode pod(PodRef ref, Pod pod) {
+    ObjectNode out = PodJson.mapper().createObjectNode();
+    out.put("namespace", ref.namespace());
+    out.put("name", ref.name());
+    String node = Optional.ofNullable(pod.getSpec().getNodeName()).orElse("");
+    String phase = node.isEmpty() ? "Pending" : Optional.ofNullable(pod.getStatus()).map(s -> s.getPhase()).orElse("Pending");
+    out.put("phase", phase);
+    if (!node.isEmpty()) {
+      out.put("node", node);
+    }
+    Map<String, String> annotations = PodRefs.annotations(pod);
+    ObjectNode written = PodJson.mapper().createObjectNode();
+    for (String key : SCHEDULER_ANNOTATIONS) {
+      if (annotations.containsKey(key) && !TIMESTAMPS.contains(key)) {
+        written.put(key, annotations.get(key));
+      }
+    }
+    if (!written.isEmpty()) {
+      out.set("annotations", written);
+    }
+    if (node.isEmpty()) {
+      Map<String, String> reasons = cluster.kubeScheduler().reasons(ref);
+      if (!reasons.isEmpty()) {
+        ObjectNode r = out.putObject("reasons");
+        reasons.forEach(r::put);
+      }
+      return out;
+    }
+    List<Container> init = Optional.ofNullable(pod.getSpec().getInitContainers()).orElse(List.of());
+    List<List<DeviceGrant>> segments = segments(annotations.get(HamiAnnotations.DEVICES_ALLOCATED));
+    Optional<PodWorker> worker = Optional.ofNullable(cluster.kubelets().get(node)).flatMap(k -> k.worker(pod.getMetadata().getUid()));
+    if (!init.isEmpty()) {
+      ArrayNode initOut = out.putArray("initContainers");
+      for (int i = 0; i < init.size(); i++) {
+        initOut.add(container(init.get(i), segment(segments, i), worker));
+      }
+    }
+    ArrayNode containers = out.putArray("containers");
+    List<Container> app = pod.getSpec().getContainers();
+    for (int i = 0; i < app.size(); i++) {
+      containers.add(container(app.get(i), segment(segments, init.size() + i), worker));
+    }
+    String message = pod.getStatus() == null ? null : pod.getStatus().getMessage();
+    if (message != null && !message.isEmpty()) {
+      out.put("message", message);
+    }
+    return out;
+  }
+
+  private static List<List<DeviceGrant>> segments(String value) {
+    if (value == null || value.isEmpty()) {
+      return List.of();
+    }
+    try {
+      return DeviceListCodec.decode(value);
+    } catch (IllegalArgumentException e) {
+      return List.of();
+    }
+  }
+
+  private static List<DeviceGrant> segment(List<List<DeviceGrant>> segments, int i) {
+    return i < segments.size() ? segments.get(i) : List.of();
+  }
+
+  private ObjectNode container(Container spec, List<DeviceGrant> devices, Optional<PodWorker> worker) {
+    ObjectNode out = PodJson.mapper().createObjectNode();
+    out.put("name", spec.getName());
+    out.set("devices", SimulationJson.grants(devices));
+    Optional<ContainerRecord> record = worker.flatMap(w -> w.containers().stream().filter(c -> c.name().equals(spec.getName())).findFirst());
+    ObjectNode env = out.putObject("env");
+    record.ifPresent(r -> r.allocatedEnv().forEach(env::put));
+    RunningContainer running = record.map(ContainerRecord::current).orElse(null);
+    String state = record.map(ContainerRecord::state).orElse("waiting");
+    out.put("state", state);
+    if (state.equals("terminated") && running != null) {
+      out.put("exitCode", running.exitCode());
+      if (running.signal() != 0) {
+        out.put("signal", running.signal());
+      } else {
+        out.putNull("signal");
+      }
+      out.put("reason", running.exitCode() == 0 ? "Completed" : "Error");
+    } else {
+      out.putNull("exitCode");
+      out.putNull("signal");
+      if (state.equals("waiting")) {
+        out.put("reason", record.map(ContainerRecord::waitingReason).orElse("ContainerCreating"));
+      } else {
+        out.putNull("reason");
+      }
+    }
+    out.put("restarts", record.map(ContainerRecord::restarts).orElse(0));
+    if (running != null) {
+      out.put("containerID", "containerd://" + running.id());
+      out.put("pid", running.pid());
+      out.put("startedAt", running.startedAt().toString());
+      out.put("complete", running.opsComplete() || !isProbeRun(running));
+      ArrayNode observed = out.putArray("observed");
+      running.observed().forEach(observed::add);
+    } else {
+      out.put("complete", false);
+      out.putArray("observed");
+    }
+    return out;
+  }
+
+  private static boolean isProbeRun(RunningContainer running) {
+    return !running.spec().command().isEmpty() && running.spec().command().get(0).endsWith("vgpu-lab-probe");
+  }
+
+  /** Capacity from the nodes' registrations, usage from the allocation annotations of pods that hold them. */
+  private ArrayNode nodes(Collection<Pod> pods) {
+    Engine engine = Engine.builder().loadPoliciesFromClassPath(false).build();
+    Map<String, Map<String, String>> models = new HashMap<>();
+    for (Node node : cluster.client().nodes().list().getItems()) {
+      String name = node.getMetadata().getName();
+      Map<String, String> annotations = Optional.ofNullable(node.getMetadata().getAnnotations()).orElse(Map.of());
+      List<SchedulableDevice> devices = Optional.ofNullable(annotations.get(HamiAnnotations.NODE_REGISTER)).map(NodeRegisterCodec::decode).orElse(List.of());
+      Set<String> cordoned = new HashSet<>();
+      for (String uuid : annotations.getOrDefault(HamiAnnotations.DEVICE_CORDON, "").split(",")) {
+        if (!uuid.isBlank()) {
+          cordoned.add(uuid.trim());
+        }
+      }
+      engine.upsertNode(new NodeDevices(name, devices, cordoned));
+      Map<String, String> model = new HashMap<>();
+      Optional.ofNullable(cluster.machines().get(name)).ifPresent(m -> m.devices().forEach(d -> model.put(d.uuid(), d.model())));
+      models.put(name, model);
+    }
+    for (Pod pod : pods) {
+      String node = pod.getSpec().getNodeName();
+      String phase = pod.getStatus() == null ? "" : String.valueOf(pod.getStatus().getPhase());
+      String allocated = PodRefs.annotations(pod).get(HamiAnnotations.DEVICES_ALLOCATED);
+      if (node == null || node.isEmpty() || allocated == null || phase.equals("Succeeded") || phase.equals("Failed")) {
+        continue;
+      }
+      List<String> init = Optional.ofNullable(pod.getSpec().getInitContainers()).orElse(List.of()).stream().map(Container::getName).toList();
+      List<String> app = pod.getSpec().getContainers().stream().map(Container::getName).toList();
+      try {
+        PodGrant grant = DeviceListCodec.decodeGrant(PodRefs.of(pod), node, allocated, init, app);
+        engine.restore(grant);
+      } catch (IllegalArgumentException e) {
+        // a grant that does not decode holds nothing in this view
+      }
+    }
+    ArrayNode out = PodJson.mapper().createArrayNode();
+    for (String name : cluster.kubelets().keySet()) {
+      Optional<NodeUsage> usage = engine.usage(name);
+      List<SimulationResult.DeviceOutcome> devices = new ArrayList<>();
+      if (usage.isPresent()) {
+        for (DeviceUsage d : usage.get().devices()) {
+          devices.add(new SimulationResult.DeviceOutcome(models.getOrDefault(name, Map.of()).getOrDefault(d.device().uuid(), d.device().type()), d));
+        }
+      }
+      out.add(SimulationJson.node(new SimulationResult.NodeOutcome(name, devices)));
+    }
+    return out;
+  }
+
+  private ArrayNode events() {
+    ArrayNode out = PodJson.mapper().createArrayNode();
+    List<Event> all = new ArrayList<>(cluster.client().v1().events().inAnyNamespace().list().getItems());
+    all.sort((a, b) -> Long.compare(version(a), version(b)));
+    for (Event e : all) {
+      ObjectNode event = out.addObject();
+      var involved = e.getInvolvedObject();
+      String ns = involved == null ? null : involved.getNamespace();
+      String name = involved == null ? "" : involved.getName();
+      event.put("object", ns == null || ns.isEmpty() ? name : ns + "/" + name);
+      event.put("type", e.getType());
+      event.put("reason", e.getReason());
+      event.put("message", e.getMessage());
+      event.put("count", e.getCount() == null ? 1 : e.getCount());
+    }
+    return out;
+  }
+
+  private static long version(Event e) {
+    try {
+      return Long.parseLong(e.getMetadata().getResourceVersion());
+    } catch (RuntimeException ex) {
+      return 0;
+    }
+  }
+}
