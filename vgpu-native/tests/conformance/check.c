@@ -8,6 +8,7 @@
 
 #include "common/parse.h"
 #include "mock/config.h"
+#include "mock/reference_kernels.h"
 #include "mock/state.h"
 
 bool real_gpu(void) {
@@ -31,6 +32,18 @@ int load_test_kernel(CUfunction *function, const char *name) {
     CU_OK(cuModuleLoadData(&module, "\177ELF test image"));
     CU_OK(cuModuleGetFunction(function, module, name));
     return 0;
+}
+
+int load_reference_kernel(CUfunction *function, const char *name) {
+    CUmodule module;
+    CU_OK(cuModuleLoadData(&module, MOCK_REFERENCE_PTX));
+    CU_OK(cuModuleGetFunction(function, module, name));
+    return 0;
+}
+
+CUresult launch_spin(CUfunction spin, unsigned long long nanoseconds, unsigned blocks, CUstream stream) {
+    void *parameters[] = {&nanoseconds};
+    return cuLaunchKernel(spin, blocks, 1, 1, 256, 1, 1, 0, stream, parameters, NULL);
 }
 
 int memory_info(size_t *free_bytes, size_t *total_bytes) {

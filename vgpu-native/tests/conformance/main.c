@@ -34,6 +34,9 @@ static const struct check CHECKS[] = {
     {"mock-lazy-memory", check_mock_lazy_memory},
     {"mock-virtual-clock", check_mock_virtual_clock},
     {"mock-driver-surface", check_mock_driver_surface},
+    {"mock-reference-kernels", check_mock_reference_kernels},
+    {"mock-kernel-variation", check_mock_kernel_variation},
+    {"mock-kernel-config", check_mock_kernel_config},
     {"sm-limit", check_sm_limit},
     {"overhead-alloc-free", check_overhead_alloc},
     {"overhead-launch", check_overhead_launch},
@@ -47,6 +50,8 @@ static const struct check CHECKS[] = {
     {"bench-launch", role_bench_launch},
     {"gpu-throughput", role_gpu_throughput},
     {"grant-report", role_grant_report},
+    {"kernel-sequence", role_kernel_sequence},
+    {"kernel-config", role_kernel_config},
 };
 
 int main(int argc, char **argv) {
