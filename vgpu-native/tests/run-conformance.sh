@@ -58,6 +58,7 @@ check() {
         "VGPU_TEST_RESULTS=$dir/results"
         "VGPU_TEST_LIBVGPU=$LIBVGPU"
         "VGPU_TEST_CTL=$NATIVE/vgpu-mock-ctl"
+        "VGPU_TEST_PROBE=$NATIVE/vgpu-lab-probe"
     )
     while [ "$1" != "--" ]; do
         assignments+=("$1")
@@ -216,6 +217,18 @@ if [ -f "$CUDA_INCLUDE/cuda.h" ]; then
 else
     skip "outside-program-cuda-h" "no $CUDA_INCLUDE/cuda.h to compile an outside program against"
 fi
+
+# ---- vgpu-lab-probe, the lab's container program (it adds libvgpu.so itself where a check needs it) --
+
+check probe-ops -- "$BIN" probe-ops
+check probe-malformed-ops -- "$BIN" probe-malformed-ops
+check probe-limits -- "$BIN" probe-limits
+check probe-physical-index VGPU_MOCK_CONFIG=A100-SXM4-40GB:2 VGPU_MOCK_VISIBLE_DEVICES=1 CUDA_DEVICE_MEMORY_LIMIT_0=4096m \
+    -- "$BIN" probe-physical-index
+check probe-killed-child -- "$BIN" probe-killed-child
+check probe-spawn -- "$BIN" probe-spawn
+check probe-escape -- "$BIN" probe-escape
+check probe-compute -- "$BIN" probe-compute
 
 for percent in 10 25 50 75; do
     check "sm-limit-$percent" -- "$BIN" sm-limit "$percent"

@@ -33,6 +33,14 @@ int check_mock_reference_kernels(int argc, char **argv);
 int check_mock_kernel_variation(int argc, char **argv);
 int check_mock_kernel_config(int argc, char **argv);
 int check_sm_limit(int argc, char **argv);
+int check_probe_ops(int argc, char **argv);
+int check_probe_malformed(int argc, char **argv);
+int check_probe_limits(int argc, char **argv);
+int check_probe_physical_index(int argc, char **argv);
+int check_probe_killed_child(int argc, char **argv);
+int check_probe_spawn(int argc, char **argv);
+int check_probe_escape(int argc, char **argv);
+int check_probe_compute(int argc, char **argv);
 int check_overhead_alloc(int argc, char **argv);
 int check_overhead_launch(int argc, char **argv);
 
