@@ -15,7 +15,7 @@
 #define MIB (1ULL << 20)
 #define FILL_CHUNK_MIB 64
 #define COMPUTE_KERNEL_NS 1000000ULL /* compute launches 1 ms kernels */
-#define COMPUTE_IN_FLIGHT 4          /* kernels queued at most: keeps the device busy, never a backlog */
+#define COMPUTE_IN_FLIGHT 8          /* kernels queued at most: busy through short scheduling delays, no backlog */
 #define VECTOR_ELEMENTS 50000        /* as NVIDIA's vectorAdd sample */
 #define VECTOR_THREADS_PER_BLOCK 256
 

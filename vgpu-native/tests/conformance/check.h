@@ -64,6 +64,8 @@ int memory_info(size_t *free_bytes, size_t *total_bytes);
 uint64_t env_bytes(const char *name);
 /* Runs this program again as a child with argv {self, role, extra...}; returns its pid. */
 pid_t spawn_self(const char *role, const char *extra);
+/* Applies environment changes to this process: "NAME=value" sets, "NAME" removes (in a forked child). */
+void apply_environment_changes(const char *const *environment);
 /* Like spawn_self, with environment changes in the child ("NAME=value" to set, "NAME" to remove),
  * and the child's stdout into *output_fd when output_fd is not NULL. */
 pid_t spawn_self_with(const char *role, const char *extra, const char *const *environment, int *output_fd);
