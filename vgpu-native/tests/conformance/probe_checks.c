@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,8 +48,11 @@ static int probe_start(struct probe *probe, const char *const *environment, cons
     const char *arguments[MAX_LINES + 2] = {path};
     int count = 0;
     while (ops[count] != NULL && count < MAX_LINES) arguments[count + 1] = ops[count], count++;
+    pid_t checker = getpid();
     probe->pid = fork();
     if (probe->pid == 0) {
+        /* A check that fails returns without stopping its probes: they must not outlive it, holding memory. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != checker) _exit(126);
         apply_environment_changes(environment);
         dup2(out[1], STDOUT_FILENO);
         dup2(err[1], STDERR_FILENO);
