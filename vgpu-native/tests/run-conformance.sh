@@ -58,6 +58,7 @@ check() {
         "VGPU_TEST_RESULTS=$dir/results"
         "VGPU_TEST_LIBVGPU=$LIBVGPU"
         "VGPU_TEST_CTL=$NATIVE/vgpu-mock-ctl"
+        "VGPU_TEST_PROBE=$NATIVE/vgpu-lab-probe"
     )
     while [ "$1" != "--" ]; do
         assignments+=("$1")
@@ -144,7 +145,10 @@ profile=L4 health=lost
 EOF
 
 check mock-driver-surface -- "$BIN" mock-driver-surface
-check mock-virtual-clock -- "$BIN" mock-virtual-clock
+check mock-virtual-clock VGPU_MOCK_KERNELS=table_kernel=50000 VGPU_MOCK_KERNEL_JITTER=0 -- "$BIN" mock-virtual-clock
+check mock-reference-kernels -- "$BIN" mock-reference-kernels
+check mock-kernel-variation VGPU_MOCK_KERNELS=wide=40000 -- "$BIN" mock-kernel-variation
+check mock-kernel-config -- "$BIN" mock-kernel-config
 check mock-lazy-memory VGPU_MOCK_CONFIG=H200 -- "$BIN" mock-lazy-memory
 check profiles-match-csv -- "$BIN" profiles-match-csv "$PROFILES_CSV"
 check nvml-identity "VGPU_MOCK_CONFIG=$WORK/devices.list" -- "$BIN" nvml-identity
@@ -214,6 +218,18 @@ else
     skip "outside-program-cuda-h" "no $CUDA_INCLUDE/cuda.h to compile an outside program against"
 fi
 
+# ---- vgpu-lab-probe, the lab's container program (it adds libvgpu.so itself where a check needs it) --
+
+check probe-ops -- "$BIN" probe-ops
+check probe-malformed-ops -- "$BIN" probe-malformed-ops
+check probe-limits -- "$BIN" probe-limits
+check probe-physical-index VGPU_MOCK_CONFIG=A100-SXM4-40GB:2 VGPU_MOCK_VISIBLE_DEVICES=1 CUDA_DEVICE_MEMORY_LIMIT_0=4096m \
+    -- "$BIN" probe-physical-index
+check probe-killed-child -- "$BIN" probe-killed-child
+check probe-spawn -- "$BIN" probe-spawn
+check probe-escape -- "$BIN" probe-escape
+check probe-compute -- "$BIN" probe-compute
+
 for percent in 10 25 50 75; do
     check "sm-limit-$percent" -- "$BIN" sm-limit "$percent"
 done
@@ -222,7 +238,7 @@ check overhead-launch -- "$BIN" overhead-launch
 
 if [ -s "$WORK/measurements" ]; then
     echo
-    echo "compute limit accuracy (share of device time, mock A100, random kernels of 10-200 us, unlimited competitor):"
+    echo "compute limit accuracy (share of device time, mock A100, kernels of 10-200 us independent of their grids, unlimited competitor):"
     printf '  %-8s %-10s %-11s %-10s\n' limit achieved competitor device
     awk '/^sm-accuracy/ { split($2,t,"="); split($3,a,"="); split($4,c,"="); split($5,d,"=");
          printf "  %-8s %-10s %-11s %-10s\n", t[2] "%", a[2] "%", c[2] "%", d[2] "%" }' "$WORK/measurements"

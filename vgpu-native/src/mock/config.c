@@ -1,5 +1,6 @@
 #include "mock/config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <pthread.h>
@@ -11,8 +12,11 @@
 
 #include "common/log.h"
 #include "common/parse.h"
+#include "mock/reference_kernels.h"
 
-#define DEFAULT_WAVE_NS 10000ULL
+#define DEFAULT_KERNEL_NS 10000ULL
+#define DEFAULT_KERNEL_JITTER_PERCENT 50ULL
+#define DEFAULT_SEED 1ULL
 #define DEFAULT_CONTEXT_MIB 64ULL
 #define DEFAULT_DRIVER_VERSION 13000L
 
@@ -245,6 +249,78 @@ static bool load_number(const char *name, uint64_t max, uint64_t fallback, uint6
     return true;
 }
 
+/* VGPU_MOCK_KERNEL_NS, or VGPU_MOCK_WAVE_NS, its name from when a launch cost waves x that (0 still
+ * makes launches free, as benchmarks want). */
+static bool load_kernel_ns(struct mock_config *config, error_text *error) {
+    const char *current = getenv("VGPU_MOCK_KERNEL_NS"), *earlier = getenv("VGPU_MOCK_WAVE_NS");
+    if (current != NULL && earlier != NULL)
+        return failf(error, "VGPU_MOCK_KERNEL_NS=%s and VGPU_MOCK_WAVE_NS=%s are both set; VGPU_MOCK_WAVE_NS is the "
+                     "earlier name of VGPU_MOCK_KERNEL_NS: set only one", current, earlier);
+    return load_number(earlier != NULL ? "VGPU_MOCK_WAVE_NS" : "VGPU_MOCK_KERNEL_NS", MOCK_SPIN_MAX_NS, DEFAULT_KERNEL_NS,
+                       &config->kernel_ns, error);
+}
+
+static bool valid_kernel_name(const char *name) {
+    size_t length = strlen(name);
+    if (length == 0 || length >= MOCK_KERNEL_NAME_LENGTH) return false;
+    for (size_t i = 0; i < length; i++)
+        if (!isalnum((unsigned char)name[i]) && name[i] != '_' && name[i] != '$' && name[i] != '.') return false;
+    return true;
+}
+
+/* VGPU_MOCK_KERNELS: "name=ns[,name=ns...]", the mean device time of the kernels of each name. */
+static bool load_kernel_table(struct mock_config *config, error_text *error) {
+    const char *value = getenv("VGPU_MOCK_KERNELS");
+    config->kernel_table_count = 0;
+    if (value == NULL || *value == '\0') return true;
+    char list[MOCK_KERNEL_TABLE_SIZE * (MOCK_KERNEL_NAME_LENGTH + 12)];
+    if (strlen(value) >= sizeof list)
+        return failf(error, "VGPU_MOCK_KERNELS is longer than %zu characters", sizeof list - 1);
+    vgpu_copy_string(list, value, sizeof list);
+    char *save = NULL;
+    for (char *item = strtok_r(list, ",", &save); item != NULL; item = strtok_r(NULL, ",", &save)) {
+        item = vgpu_trim(item);
+        char *equals = strchr(item, '=');
+        if (equals == NULL) return failf(error, "VGPU_MOCK_KERNELS entry \"%s\" is not name=nanoseconds", item);
+        *equals = '\0';
+        char *name = vgpu_trim(item), *duration = vgpu_trim(equals + 1);
+        uint64_t mean_ns = 0;
+        if (!valid_kernel_name(name))
+            return failf(error, "VGPU_MOCK_KERNELS entry \"%s=%s\": \"%s\" is not a kernel name (letters, digits, _ $ ., "
+                         "at most %d characters)", name, duration, name, MOCK_KERNEL_NAME_LENGTH - 1);
+        if (strcmp(name, MOCK_SPIN_KERNEL) == 0)
+            return failf(error, "VGPU_MOCK_KERNELS entry \"%s=%s\": " MOCK_SPIN_KERNEL " takes its duration from its argument",
+                         name, duration);
+        if (!vgpu_parse_uint(duration, MOCK_SPIN_MAX_NS, &mean_ns))
+            return failf(error, "VGPU_MOCK_KERNELS entry \"%s=%s\": \"%s\" is not a number of nanoseconds in 0..%llu", name,
+                         duration, duration, (unsigned long long)MOCK_SPIN_MAX_NS);
+        for (unsigned i = 0; i < config->kernel_table_count; i++)
+            if (strcmp(config->kernel_table[i].name, name) == 0)
+                return failf(error, "VGPU_MOCK_KERNELS names kernel \"%s\" twice", name);
+        if (config->kernel_table_count == MOCK_KERNEL_TABLE_SIZE)
+            return failf(error, "VGPU_MOCK_KERNELS lists more than %d kernels", MOCK_KERNEL_TABLE_SIZE);
+        struct mock_kernel_cost *entry = &config->kernel_table[config->kernel_table_count++];
+        vgpu_copy_string(entry->name, name, sizeof entry->name);
+        entry->mean_ns = mean_ns;
+    }
+    return true;
+}
+
+static bool load_kernel_costs(struct mock_config *config, error_text *error) {
+    uint64_t jitter = 0;
+    bool ok = load_kernel_ns(config, error) && load_kernel_table(config, error) &&
+              load_number("VGPU_MOCK_KERNEL_JITTER", 100, DEFAULT_KERNEL_JITTER_PERCENT, &jitter, error) &&
+              load_number("VGPU_MOCK_SEED", UINT64_MAX, DEFAULT_SEED, &config->seed, error);
+    config->kernel_jitter_percent = (unsigned)jitter;
+    return ok;
+}
+
+uint64_t mock_config_kernel_mean_ns(const struct mock_config *config, const char *name) {
+    for (unsigned i = 0; i < config->kernel_table_count; i++)
+        if (strcmp(config->kernel_table[i].name, name) == 0) return config->kernel_table[i].mean_ns;
+    return config->kernel_ns;
+}
+
 static struct mock_config loaded_config;
 static const struct mock_config *loaded_result;
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
@@ -254,7 +330,7 @@ static void load_config(void) {
     struct mock_config *config = &loaded_config;
     uint64_t driver_version = 0, context_mib = 0;
     bool ok = load_devices(config, &error) && load_visibility(config, &error) &&
-              load_number("VGPU_MOCK_WAVE_NS", 1000000000ULL, DEFAULT_WAVE_NS, &config->wave_ns, &error) &&
+              load_kernel_costs(config, &error) &&
               load_number("VGPU_MOCK_CONTEXT_MIB", 65536, DEFAULT_CONTEXT_MIB, &context_mib, &error) &&
               load_number("VGPU_MOCK_DRIVER_VERSION", 99999, DEFAULT_DRIVER_VERSION, &driver_version, &error);
     if (!ok) {

@@ -1,19 +1,14 @@
 /* Mock driver: copies and memsets. Device memory is host memory, so a copy is a memcpy. Synchronous
  * calls first wait for the work queued on their default stream, as the real ones do; asynchronous
- * calls copy at once (no mock kernel reads or writes memory, so ordering cannot be observed). */
+ * calls copy at once. Reference kernels also do their work when launched, so every operation on
+ * device memory happens in the order the program enqueued it: each stream's own order, and any order
+ * the program enforces between streams. */
 #include <string.h>
 
 #include "mock/cuda_internal.h"
 
-/* Checks that [address, address+bytes) lies in one allocation the driver knows. */
 static CUresult check_device_range(CUdeviceptr address, size_t bytes) {
-    if (bytes == 0) return CUDA_SUCCESS;
-    pthread_mutex_lock(&mock_driver.memory_lock);
-    struct mock_allocation *allocation = mock_find_allocation(address);
-    bool inside = allocation != NULL && address - allocation->base <= allocation->size &&
-                  bytes <= allocation->size - (address - allocation->base);
-    pthread_mutex_unlock(&mock_driver.memory_lock);
-    return inside ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    return mock_device_range_valid(address, bytes) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* Synchronous copies on the default stream: wait for its queued work first. */

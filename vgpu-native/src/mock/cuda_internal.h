@@ -1,7 +1,8 @@
 /*
  * Internals of the mock libcuda.so.1. Device memory is host address space reserved per allocation
  * (MAP_NORESERVE: pages exist only once a copy touches them) and counted against the device's budget
- * in the shared mock state; kernels do nothing but occupy their device on the shared virtual clock.
+ * in the shared mock state; kernels occupy their device on the shared virtual clock, and the reference
+ * kernels (reference_kernels.h) also do their work on that host memory.
  */
 #ifndef VGPU_MOCK_CUDA_INTERNAL_H
 #define VGPU_MOCK_CUDA_INTERNAL_H
@@ -73,10 +74,14 @@ struct mock_context {
     struct mock_module *modules;
 };
 
+struct mock_reference_kernel;
+
 struct mock_function {
     uint32_t magic;
     struct mock_module *module;
     char name[256];
+    const struct mock_reference_kernel *reference; /* NULL: a kernel that runs no code */
+    uint64_t mean_ns;                /* device time of a launch before variation (the kernel table) */
     int max_dynamic_shared;
     int carveout;
     CUfunc_cache cache_config;
@@ -211,9 +216,22 @@ CUresult mock_free_allocation(CUdeviceptr pointer);
 void mock_free_context_allocations(struct mock_context *context);
 /* The allocation containing address, or NULL. Caller holds memory_lock. */
 struct mock_allocation *mock_find_allocation(CUdeviceptr address);
+/* True if [address, address + bytes) lies in one allocation the driver knows (always for 0 bytes). */
+bool mock_device_range_valid(CUdeviceptr address, size_t bytes);
 struct mock_array *mock_array_from_handle(CUarray handle);
 
 /* Modules (cuda_module.c). */
 void mock_module_destroy(struct mock_module *module);
+
+/* What a launch does (kernels.c). */
+struct mock_kernel_geometry {
+    unsigned grid[3], block[3];
+};
+/* The reference kernel of that name, or NULL. */
+const struct mock_reference_kernel *mock_reference_kernel_named(const char *name);
+/* Runs one launch of function: decodes its parameters (kernelParams, or the extra buffer), does a
+ * reference kernel's work, and sets the device time the launch takes. Nothing happens on an error. */
+CUresult mock_kernel_run(const struct mock_function *function, const struct mock_kernel_geometry *geometry,
+                         void **kernelParams, void **extra, uint64_t *duration_ns);
 
 #endif

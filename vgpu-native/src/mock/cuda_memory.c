@@ -161,6 +161,16 @@ struct mock_allocation *mock_find_allocation(CUdeviceptr address) {
     return search.found;
 }
 
+bool mock_device_range_valid(CUdeviceptr address, size_t bytes) {
+    if (bytes == 0) return true;
+    pthread_mutex_lock(&mock_driver.memory_lock);
+    struct mock_allocation *allocation = mock_find_allocation(address);
+    bool inside = allocation != NULL && address - allocation->base <= allocation->size &&
+                  bytes <= allocation->size - (address - allocation->base);
+    pthread_mutex_unlock(&mock_driver.memory_lock);
+    return inside;
+}
+
 /* ---- device memory ------------------------------------------------------------------------- */
 
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {

@@ -1,14 +1,10 @@
 /* Mock driver: modules, libraries, functions and kernel launches.
  *
  * Any image loads. When the image is PTX text, its ".entry" names are the module's kernels and other
- * names are not found; for binary images (cubin, fatbin) every name resolves. A launch runs nothing:
- * it books its device on the shared virtual clock for
- *
- *     duration = waves * VGPU_MOCK_WAVE_NS (default 10 us)
- *     waves    = ceil(blocks / (SMs * resident_blocks_per_SM))
- *     resident_blocks_per_SM = min(max_blocks_per_SM(arch), max(1, max_threads_per_SM / threads_per_block))
- *
- * after all work already booked on that device by any process (FIFO), so busy time is measurable. */
+ * names are not found; for binary images (cubin, fatbin) every name resolves. A function named like a
+ * reference kernel (reference_kernels.h) is that kernel. A launch books its device on the shared
+ * virtual clock for the device time kernels.c gives it, after all work already booked on that device
+ * by any process (FIFO), so busy time is measurable. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,6 +184,8 @@ static CUresult find_function(struct mock_module *module, const char *name, stru
         function->magic = MOCK_FUNCTION_MAGIC;
         function->module = module;
         strcpy(function->name, name);
+        function->reference = mock_reference_kernel_named(name);
+        function->mean_ns = mock_config_kernel_mean_ns(mock_driver.config, name);
         function->max_dynamic_shared = 49152;
         function->carveout = -1;
         function->next = module->functions;
@@ -444,8 +442,11 @@ static CUresult launch_kernel(CUfunction f, const struct launch *launch, void **
     uint64_t per_wave = (uint64_t)device->profile->multiprocessors *
                         resident_blocks_per_multiprocessor(device, (unsigned)threads_per_block, launch->shared_bytes);
     if (launch->cooperative && blocks > per_wave) return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
-    uint64_t duration = (blocks + per_wave - 1) / per_wave * mock_driver.config->wave_ns;
-    if (duration == 0) return CUDA_SUCCESS; /* VGPU_MOCK_WAVE_NS=0: launches take no device time */
+    const struct mock_kernel_geometry geometry = {{launch->grid[0], launch->grid[1], launch->grid[2]},
+                                                  {launch->block[0], launch->block[1], launch->block[2]}};
+    uint64_t duration = 0;
+    result = mock_kernel_run(function, &geometry, kernelParams, extra, &duration);
+    if (result != CUDA_SUCCESS || duration == 0) return result; /* VGPU_MOCK_KERNEL_NS=0: free launches */
     uint64_t end = mock_state_book_kernel(mock_driver.state, mock_driver.process, stream->context->physical, duration);
     mock_stream_mark(stream, end);
     return CUDA_SUCCESS;

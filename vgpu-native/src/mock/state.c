@@ -155,6 +155,15 @@ struct mock_state_process *mock_state_register_process(struct mock_state *state)
         LOG_ERROR("cannot read /proc/%d/stat to register with the mock driver", (int)self);
         return NULL;
     }
+    /* A second copy of the mock libcuda in this process (dlmopen into another namespace) books into
+     * the slot of the first, so the process is one entry, with all its memory, as on a real driver. */
+    for (unsigned i = 0; i < MOCK_MAX_PROCESSES; i++) {
+        struct mock_state_process *slot = &state->processes[i];
+        if (atomic_load(&slot->state) == MOCK_SLOT_ACTIVE && slot->pid == self && slot->start_ticks == start_ticks) {
+            own_slot = slot;
+            return slot;
+        }
+    }
     mock_state_reap(state);
     for (int attempt = 0; attempt < 2; attempt++) {
         for (unsigned i = 0; i < MOCK_MAX_PROCESSES; i++) {

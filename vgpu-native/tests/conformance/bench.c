@@ -119,7 +119,7 @@ int check_overhead_launch(int argc, char **argv) {
     char preload[700], region[700];
     snprintf(preload, sizeof preload, "LD_PRELOAD=%s", getenv("VGPU_TEST_LIBVGPU"));
     snprintf(region, sizeof region, "CUDA_DEVICE_MEMORY_SHARED_CACHE=%s/bench.region", getenv("VGPU_TEST_DIR"));
-    const char *with[] = {preload, region, "VGPU_MOCK_WAVE_NS=0", "CUDA_DEVICE_MEMORY_LIMIT=8g", "CUDA_DEVICE_SM_LIMIT", NULL};
-    const char *without[] = {"LD_PRELOAD", "VGPU_MOCK_WAVE_NS=0", NULL};
+    const char *with[] = {preload, region, "VGPU_MOCK_KERNEL_NS=0", "CUDA_DEVICE_MEMORY_LIMIT=8g", "CUDA_DEVICE_SM_LIMIT", NULL};
+    const char *without[] = {"LD_PRELOAD", "VGPU_MOCK_KERNEL_NS=0", NULL};
     return overhead("bench-launch", "cuLaunchKernel", 10, with, without);
 }

@@ -8,6 +8,7 @@
 
 #include "common/parse.h"
 #include "mock/config.h"
+#include "mock/reference_kernels.h"
 #include "mock/state.h"
 
 bool real_gpu(void) {
@@ -31,6 +32,18 @@ int load_test_kernel(CUfunction *function, const char *name) {
     CU_OK(cuModuleLoadData(&module, "\177ELF test image"));
     CU_OK(cuModuleGetFunction(function, module, name));
     return 0;
+}
+
+int load_reference_kernel(CUfunction *function, const char *name) {
+    CUmodule module;
+    CU_OK(cuModuleLoadData(&module, MOCK_REFERENCE_PTX));
+    CU_OK(cuModuleGetFunction(function, module, name));
+    return 0;
+}
+
+CUresult launch_spin(CUfunction spin, unsigned long long nanoseconds, unsigned blocks, CUstream stream) {
+    void *parameters[] = {&nanoseconds};
+    return cuLaunchKernel(spin, blocks, 1, 1, 256, 1, 1, 0, stream, parameters, NULL);
 }
 
 int memory_info(size_t *free_bytes, size_t *total_bytes) {
@@ -62,21 +75,25 @@ pid_t spawn_self(const char *role, const char *extra) {
     return pid;
 }
 
+void apply_environment_changes(const char *const *environment) {
+    for (const char *const *change = environment; change != NULL && *change != NULL; change++) {
+        const char *equals = strchr(*change, '=');
+        if (equals == NULL) {
+            unsetenv(*change);
+        } else {
+            char name[128];
+            snprintf(name, sizeof name, "%.*s", (int)(equals - *change), *change);
+            setenv(name, equals + 1, 1);
+        }
+    }
+}
+
 pid_t spawn_self_with(const char *role, const char *extra, const char *const *environment, int *output_fd) {
     int pipe_fds[2] = {-1, -1};
     if (output_fd != NULL && pipe(pipe_fds) != 0) return -1;
     pid_t pid = fork();
     if (pid == 0) {
-        for (const char *const *change = environment; change != NULL && *change != NULL; change++) {
-            const char *equals = strchr(*change, '=');
-            if (equals == NULL) {
-                unsetenv(*change);
-            } else {
-                char name[128];
-                snprintf(name, sizeof name, "%.*s", (int)(equals - *change), *change);
-                setenv(name, equals + 1, 1);
-            }
-        }
+        apply_environment_changes(environment);
         if (output_fd != NULL) {
             dup2(pipe_fds[1], STDOUT_FILENO);
             close(pipe_fds[0]);

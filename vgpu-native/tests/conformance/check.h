@@ -54,12 +54,18 @@ uint64_t expected_context_bytes(uint64_t measured);
 int setup_primary_context(CUcontext *context);
 /* A kernel of a binary image, which the mock accepts under any name (the current context's module). */
 int load_test_kernel(CUfunction *function, const char *name);
+/* A reference kernel of the mock (reference_kernels.h) from its PTX text, in the current context. */
+int load_reference_kernel(CUfunction *function, const char *name);
+/* Launches vgpu_spin(nanoseconds) on stream. */
+CUresult launch_spin(CUfunction spin, unsigned long long nanoseconds, unsigned blocks, CUstream stream);
 /* Limit-view free and total of the current context. */
 int memory_info(size_t *free_bytes, size_t *total_bytes);
 /* Value of an environment variable as a byte count (e.g. the limit the runner set), or 0. */
 uint64_t env_bytes(const char *name);
 /* Runs this program again as a child with argv {self, role, extra...}; returns its pid. */
 pid_t spawn_self(const char *role, const char *extra);
+/* Applies environment changes to this process: "NAME=value" sets, "NAME" removes (in a forked child). */
+void apply_environment_changes(const char *const *environment);
 /* Like spawn_self, with environment changes in the child ("NAME=value" to set, "NAME" to remove),
  * and the child's stdout into *output_fd when output_fd is not NULL. */
 pid_t spawn_self_with(const char *role, const char *extra, const char *const *environment, int *output_fd);

@@ -29,7 +29,18 @@ int check_nvml_failures(int argc, char **argv);
 int check_mock_lazy_memory(int argc, char **argv);
 int check_mock_virtual_clock(int argc, char **argv);
 int check_mock_driver_surface(int argc, char **argv);
+int check_mock_reference_kernels(int argc, char **argv);
+int check_mock_kernel_variation(int argc, char **argv);
+int check_mock_kernel_config(int argc, char **argv);
 int check_sm_limit(int argc, char **argv);
+int check_probe_ops(int argc, char **argv);
+int check_probe_malformed(int argc, char **argv);
+int check_probe_limits(int argc, char **argv);
+int check_probe_physical_index(int argc, char **argv);
+int check_probe_killed_child(int argc, char **argv);
+int check_probe_spawn(int argc, char **argv);
+int check_probe_escape(int argc, char **argv);
+int check_probe_compute(int argc, char **argv);
 int check_overhead_alloc(int argc, char **argv);
 int check_overhead_launch(int argc, char **argv);
 
@@ -43,5 +54,7 @@ int role_bench_alloc(int argc, char **argv);
 int role_bench_launch(int argc, char **argv);
 int role_gpu_throughput(int argc, char **argv);
 int role_grant_report(int argc, char **argv);
+int role_kernel_sequence(int argc, char **argv);
+int role_kernel_config(int argc, char **argv);
 
 #endif

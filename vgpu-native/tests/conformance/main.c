@@ -34,7 +34,18 @@ static const struct check CHECKS[] = {
     {"mock-lazy-memory", check_mock_lazy_memory},
     {"mock-virtual-clock", check_mock_virtual_clock},
     {"mock-driver-surface", check_mock_driver_surface},
+    {"mock-reference-kernels", check_mock_reference_kernels},
+    {"mock-kernel-variation", check_mock_kernel_variation},
+    {"mock-kernel-config", check_mock_kernel_config},
     {"sm-limit", check_sm_limit},
+    {"probe-ops", check_probe_ops},
+    {"probe-malformed-ops", check_probe_malformed},
+    {"probe-limits", check_probe_limits},
+    {"probe-physical-index", check_probe_physical_index},
+    {"probe-killed-child", check_probe_killed_child},
+    {"probe-spawn", check_probe_spawn},
+    {"probe-escape", check_probe_escape},
+    {"probe-compute", check_probe_compute},
     {"overhead-alloc-free", check_overhead_alloc},
     {"overhead-launch", check_overhead_launch},
     {"race-worker", role_race_worker},
@@ -47,6 +58,8 @@ static const struct check CHECKS[] = {
     {"bench-launch", role_bench_launch},
     {"gpu-throughput", role_gpu_throughput},
     {"grant-report", role_grant_report},
+    {"kernel-sequence", role_kernel_sequence},
+    {"kernel-config", role_kernel_config},
 };
 
 int main(int argc, char **argv) {

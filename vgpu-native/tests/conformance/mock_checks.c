@@ -1,5 +1,5 @@
-/* The mock libcuda.so.1 on its own: lazily backed device memory, the virtual device clock, and a
- * sweep over the rest of the driver surface a plain driver-API program uses. */
+/* The mock libcuda.so.1 on its own: lazily backed device memory and a sweep over the rest of the driver
+ * surface a plain driver-API program uses (its kernels: kernel_checks.c). */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -40,45 +40,6 @@ int check_mock_lazy_memory(int argc, char **argv) {
     CU_OK(cuMemAlloc_v2(&more, GIB));
     CU_OK(cuMemFree_v2(more));
     fprintf(stderr, "  140 GiB allocated on a mock H200 with %ld MiB resident\n", resident);
-    return 0;
-}
-
-/* Kernel time = waves * VGPU_MOCK_WAVE_NS (10 us), waves = ceil(blocks / (SMs * resident blocks per SM)). */
-int check_mock_virtual_clock(int argc, char **argv) {
-    (void)argc, (void)argv;
-    CUcontext context;
-    if (setup_primary_context(&context)) return 1;
-    CUfunction function;
-    if (load_test_kernel(&function, "kernel")) return 1;
-    CUevent start, stop;
-    CU_OK(cuEventCreate(&start, 0));
-    CU_OK(cuEventCreate(&stop, 0));
-    CUstream stream;
-    CU_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-    /* A 10 ms kernel first: while it runs, the 300 below queue up behind it with no gap, so the
-     * events measure exactly their virtual time. */
-    CU_OK(cuLaunchKernel(function, 1000 * 1728, 1, 1, 128, 1, 1, 0, stream, NULL, NULL));
-    uint64_t began = vgpu_now_ns();
-    CU_OK(cuEventRecord(start, stream));
-    /* A100: 108 SMs; 128 threads per block -> 16 resident blocks per SM -> 1728 blocks per wave. */
-    for (int i = 0; i < 200; i++) CU_OK(cuLaunchKernel(function, 5 * 1728, 1, 1, 128, 1, 1, 0, stream, NULL, NULL));
-    /* 1024 threads per block -> 2 per SM -> 216 per wave: 217 blocks make 2 waves. */
-    for (int i = 0; i < 100; i++) CU_OK(cuLaunchKernel(function, 217, 1, 1, 1024, 1, 1, 0, stream, NULL, NULL));
-    CU_OK(cuEventRecord(stop, stream));
-    EXPECT_CU(cuStreamQuery(stream), CUDA_ERROR_NOT_READY);
-    CU_OK(cuStreamSynchronize(stream));
-    double waited_ms = (double)(vgpu_now_ns() - began) / 1e6;
-    float elapsed = 0;
-    CU_OK(cuEventElapsedTime_v2(&elapsed, start, stop));
-    EXPECT(elapsed > 11.99f && elapsed < 12.01f, "200 kernels of 5 waves + 100 of 2 waves took %.4f ms, wanted 12.000", elapsed);
-    EXPECT(waited_ms >= 11.99, "cuStreamSynchronize returned after %.3f ms, before the work completed", waited_ms);
-    EXPECT(waited_ms < 30.0, "cuStreamSynchronize waited %.3f ms for 22 ms of booked work", waited_ms);
-    EXPECT_CU(cuLaunchCooperativeKernel(function, 3457, 1, 1, 1024, 1, 1, 0, stream, NULL), CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
-    EXPECT_CU(cuLaunchKernel(function, 1, 1, 1, 2048, 1, 1, 0, stream, NULL, NULL), CUDA_ERROR_INVALID_VALUE);
-    int blocks = 0;
-    CU_OK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, function, 256, 0));
-    EXPECT(blocks == 8, "occupancy of 256-thread blocks: %d", blocks);
-    fprintf(stderr, "  virtual clock: %.4f ms for 300 kernels, synchronize waited %.3f ms\n", elapsed, waited_ms);
     return 0;
 }
 

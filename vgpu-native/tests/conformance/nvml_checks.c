@@ -9,6 +9,7 @@
 #include "check.h"
 #include "checks.h"
 #include "common/util.h"
+#include "mock/reference_kernels.h"
 
 nvmlReturn_t vgpuMockSetDeviceLost(unsigned int physicalIndex, int lost);
 nvmlReturn_t vgpuMockRaiseXid(unsigned int physicalIndex, unsigned long long xid);
@@ -258,11 +259,10 @@ int role_busy_half_second(int argc, char **argv) {
     (void)argc, (void)argv;
     CUcontext context;
     if (setup_primary_context(&context)) return 1;
-    CUfunction function;
-    if (load_test_kernel(&function, "busy")) return 1;
+    CUfunction spin;
+    if (load_reference_kernel(&spin, MOCK_SPIN_KERNEL)) return 1;
     uint64_t start = vgpu_now_ns();
-    for (int i = 0; i < 5000; i++) /* 10 * 1728 blocks of 128 threads = ten 10 us waves on an A100 */
-        CU_OK(cuLaunchKernel(function, 10 * 1728, 1, 1, 128, 1, 1, 0, NULL, NULL, NULL));
+    for (int i = 0; i < 5000; i++) CU_OK(launch_spin(spin, 100000ULL, 1, NULL)); /* 100 us each */
     char path[600], text[64];
     snprintf(path, sizeof path, "%s/busy.start", getenv("VGPU_TEST_DIR"));
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);

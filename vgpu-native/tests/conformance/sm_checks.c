@@ -1,7 +1,9 @@
-/* Compute limit accuracy: a process limited to X% of the device launches kernels of random sizes
- * as fast as it is allowed, while an unlimited process (another container, without libvgpu) competes
- * for the same device. The share is measured from the mock's own busy accounting of the limited
- * process over 4 s, after 1.5 s of settling. */
+/* Compute limit accuracy: a process limited to X% of the device launches kernels as fast as it is
+ * allowed, while an unlimited process (another container, without libvgpu) competes for the same
+ * device. Their kernels take 10-200 us, drawn independently of their grids (1-2000 blocks of 256
+ * threads), so the pacer's cost per thread launched cannot predict a single launch: only the controller's
+ * measurements can hold the share. The share is measured from the mock's own busy accounting of the
+ * limited process over 4 s, after 1.5 s of settling. */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,7 @@
 #include "check.h"
 #include "checks.h"
 #include "common/util.h"
+#include "mock/reference_kernels.h"
 #include "mock/state.h"
 
 #define SETTLE_NS 1500000000ULL
@@ -17,17 +20,15 @@
 #define WINDOW_NS 500000000ULL
 #define TOLERANCE_POINTS 3.0
 
-/* 256 threads per block: 8 resident blocks per SM, 864 blocks per wave on an A100. */
-#define BLOCKS_PER_WAVE 864
-
 static int launch_forever(unsigned synchronize_every, unsigned seed) {
     CUcontext context;
     if (setup_primary_context(&context)) return 1;
-    CUfunction function;
-    if (load_test_kernel(&function, "work")) return 1;
+    CUfunction spin;
+    if (load_reference_kernel(&spin, MOCK_SPIN_KERNEL)) return 1;
     for (unsigned i = 0;; i++) {
-        unsigned waves = 1 + rand_r(&seed) % 20; /* 10 to 200 us */
-        CU_OK(cuLaunchKernel(function, waves * BLOCKS_PER_WAVE, 1, 1, 256, 1, 1, 0, NULL, NULL, NULL));
+        unsigned long long nanoseconds = 10000ULL + (unsigned)rand_r(&seed) % 190001; /* 10 to 200 us */
+        unsigned blocks = 1 + (unsigned)rand_r(&seed) % 2000;
+        CU_OK(launch_spin(spin, nanoseconds, blocks, NULL));
         if (i % synchronize_every == synchronize_every - 1) CU_OK(cuCtxSynchronize());
     }
 }
