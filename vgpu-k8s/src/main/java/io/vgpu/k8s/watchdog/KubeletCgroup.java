@@ -39,19 +39,24 @@ public record KubeletCgroup(String podUid, String containerId) {
   /**
    * The owner named by the contents of a {@code /proc/<pid>/cgroup} file: one {@code
    * id:controllers:path} line per hierarchy. Lines that name no pod are skipped (a v1 hierarchy the
-   * runtime left alone); lines that name different owners make the answer empty rather than a guess.
+   * runtime left alone; every pod cgroup kubelet names has {@code kubepods} in its path); lines that
+   * name different owners make the answer empty rather than a guess.
    *
    * @return the owner, or empty for a process outside any pod, garbage, or contradicting lines
    */
   public static Optional<KubeletCgroup> ofProcFile(String content) {
-    Set<KubeletCgroup> owners = new LinkedHashSet<>();
+    // cgroup v1 repeats one path for every controller: parse each distinct path once.
+    Set<String> paths = new LinkedHashSet<>();
     for (String line : content.split("\n")) {
       int first = line.indexOf(':');
       int second = first < 0 ? -1 : line.indexOf(':', first + 1);
-      if (second < 0) {
-        continue;
+      if (second >= 0 && line.indexOf("kubepods", second) >= 0) {
+        paths.add(line.substring(second + 1));
       }
-      ofPath(line.substring(second + 1)).ifPresent(owners::add);
+    }
+    Set<KubeletCgroup> owners = new LinkedHashSet<>();
+    for (String path : paths) {
+      ofPath(path).ifPresent(owners::add);
     }
     // A container's cgroup and its pod's own (another hierarchy left at pod level) agree.
     if (owners.size() > 1 && owners.stream().map(KubeletCgroup::podUid).distinct().count() == 1) {
