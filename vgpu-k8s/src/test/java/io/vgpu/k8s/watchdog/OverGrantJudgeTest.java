@@ -87,4 +87,24 @@ class OverGrantJudgeTest {
     OverGrantJudge strict = new OverGrantJudge(0, Duration.ZERO);
     assertThat(strict.judge(T0, List.of(usage(CARD, 1025, 1024)))).singleElement().satisfies(v -> assertThat(v.overFor()).isZero());
   }
+
+  @Test
+  void everySequenceOfTwelvePollsIsJudgedAsTheRuleSays() {
+    // Polls one second apart, grace 2 s: judged at a poll iff the container has been over on this poll and
+    // the two before it without a break; first of its episode iff that run is exactly three polls long.
+    for (int pattern = 0; pattern < 1 << 12; pattern++) {
+      OverGrantJudge fresh = new OverGrantJudge(512 * MIB, Duration.ofSeconds(2));
+      int run = 0;
+      for (int poll = 0; poll < 12; poll++) {
+        boolean over = (pattern >> poll & 1) == 1;
+        run = over ? run + 1 : 0;
+        List<OverGrantJudge.Verdict> verdicts = fresh.judge(T0.plusSeconds(poll), List.of(usage(CARD, over ? 2000 : 1536, 1024)));
+        List<OverGrantJudge.Verdict> expected = run < 3 ? List.of()
+            : List.of(new OverGrantJudge.Verdict(usage(CARD, 2000, 1024), Duration.ofSeconds(run - 1), run == 3));
+        if (!verdicts.equals(expected)) {
+          throw new AssertionError("pattern " + Integer.toBinaryString(pattern) + " poll " + poll + ": " + verdicts + ", expected " + expected);
+        }
+      }
+    }
+  }
 }
