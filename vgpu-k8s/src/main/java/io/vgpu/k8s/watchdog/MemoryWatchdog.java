@@ -150,8 +150,14 @@ public final class MemoryWatchdog implements AutoCloseable {
     return OptionalLong.of(latest.getOrDefault(new UsageKey(podUid, container, deviceUuid), 0L));
   }
 
-  /** One poll: read NVML, map processes to containers, judge, act. */
+  /** One poll: read NVML, map processes to containers, judge, act. Polls never overlap. */
   public void poll() {
+    synchronized (judge) {
+      pollOnce();
+    }
+  }
+
+  private void pollOnce() {
     Instant now = clock.instant();
     List<GpuProcesses.GpuProcess> processes = gpus.sample();
     PodIndex index = new PodIndex(processes.isEmpty() ? List.of() : pods.get());
