@@ -3,8 +3,10 @@ package io.vgpu.k8s.watchdog;
 import io.fabric8.kubernetes.api.model.ContainerStatus;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodStatus;
+import io.vgpu.api.PodRef;
 import io.vgpu.k8s.config.GoDurations;
 import io.vgpu.k8s.config.WatchdogConfig;
+import io.vgpu.k8s.pod.PodRefs;
 import io.vgpu.k8s.server.HttpService;
 import io.vgpu.nvidia.HookLayout;
 import java.time.InstantSource;
@@ -181,7 +183,8 @@ public final class MemoryWatchdog implements AutoCloseable {
         unmapped(p, reason, owner, unmappedNow);
         continue;
       }
-      ContainerCard card = new ContainerCard(pod.getMetadata().getNamespace(), pod.getMetadata().getName(), owner.get().podUid(), container, p.deviceUuid());
+      PodRef ref = PodRefs.of(pod);
+      ContainerCard card = new ContainerCard(ref.namespace(), ref.name(), owner.get().podUid(), container, p.deviceUuid());
       bytes.computeIfAbsent(card, c -> new long[1])[0] += p.usedBytes();
       pids.computeIfAbsent(card, c -> new ArrayList<>()).add(p.pid());
       owners.putIfAbsent(card, owner.get());
@@ -259,7 +262,7 @@ public final class MemoryWatchdog implements AutoCloseable {
 
     PodIndex(List<Pod> pods) {
       for (Pod pod : pods) {
-        if (pod.getMetadata() != null && pod.getMetadata().getUid() != null) {
+        if (pod.getMetadata() != null && pod.getMetadata().getUid() != null && pod.getMetadata().getName() != null) {
           byUid.put(pod.getMetadata().getUid(), pod);
         }
       }
