@@ -87,10 +87,15 @@ class DeploymentConfigTest {
   @Test
   void theNodeAgentHasItsRightsAndItsHostPaths() throws Exception {
     List<JsonNode> docs = documents("device-plugin.yaml");
-    assertThat(grants(kind(docs, "ClusterRole"))).contains(
+    assertThat(grants(kind(docs, "ClusterRole"))).containsExactlyInAnyOrder(
         "pods:list", "pods:watch", "pods:get", "pods:patch", // pod cache, popped entries, bind phase
-        "nodes:get", "nodes:patch", "nodes:update"); // registration (patch), lock release (update)
+        "nodes:get", "nodes:patch", "nodes:update", // registration (patch), lock release (update)
+        "events:create"); // the watchdog's Warning Event on a pod over its memory grant
     JsonNode pod = kind(docs, "DaemonSet").path("spec").path("template").path("spec");
+    // NVML names GPU processes by host PID; the watchdog reads their cgroups and signals them.
+    assertThat(pod.path("hostPID").asBoolean()).isTrue();
+    assertThat(pod.path("hostNetwork").asBoolean()).isFalse();
+    assertThat(pod.path("hostIPC").asBoolean()).isFalse();
     JsonNode container = pod.path("containers").get(0);
     assertThat(container.path("args").get(0).asString()).isEqualTo("device-plugin");
     String hookPath = null;

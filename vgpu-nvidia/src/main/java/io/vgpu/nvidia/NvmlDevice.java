@@ -19,6 +19,9 @@ import java.util.OptionalInt;
  * and process queries are direct-mapped (cheap enough for every scrape).
  */
 public final class NvmlDevice {
+  /** Process entries the first process-list call makes room for. */
+  static final int PROCESS_BUFFER = 64;
+
   private final NvmlCalls calls;
   private final Pointer handle;
   private final String label;
@@ -184,16 +187,22 @@ public final class NvmlDevice {
     return active;
   }
 
-  /** The processes with a compute context on the GPU ({@code nvmlDeviceGetComputeRunningProcesses_v3}). */
+  /**
+   * The processes with a compute context on the GPU ({@code nvmlDeviceGetComputeRunningProcesses_v3}).
+   * One driver call while they fit a buffer of {@value #PROCESS_BUFFER} entries (a node's worth: the node
+   * watchdog lists every GPU every second); more are read with a buffer sized to the count NVML reports.
+   */
   public List<ProcessInfo> computeProcesses() {
-    IntByReference count = new IntByReference(0);
-    int code = NvmlHotCalls.nvmlDeviceGetComputeRunningProcesses_v3(handle, count, Pointer.NULL);
-    // Processes may start between the size query and the read; ask again with room for them.
-    while (code == NvmlError.INSUFFICIENT_SIZE.code()) {
-      int capacity = count.getValue() + 8;
+    return computeProcesses(PROCESS_BUFFER);
+  }
+
+  /** {@link #computeProcesses()} with room for {@code firstCapacity} entries in the first call. */
+  List<ProcessInfo> computeProcesses(int firstCapacity) {
+    int capacity = Math.max(1, firstCapacity);
+    while (true) {
       Memory buffer = new Memory((long) capacity * PROCESS_SIZE);
-      count.setValue(capacity);
-      code = NvmlHotCalls.nvmlDeviceGetComputeRunningProcesses_v3(handle, count, buffer);
+      IntByReference count = new IntByReference(capacity);
+      int code = NvmlHotCalls.nvmlDeviceGetComputeRunningProcesses_v3(handle, count, buffer);
       if (code == 0) {
         List<ProcessInfo> out = new ArrayList<>(count.getValue());
         for (int i = 0; i < count.getValue(); i++) {
@@ -206,9 +215,13 @@ public final class NvmlDevice {
         }
         return out;
       }
+      if (code != NvmlError.INSUFFICIENT_SIZE.code()) {
+        calls.check("nvmlDeviceGetComputeRunningProcesses_v3", label, code);
+        return List.of();
+      }
+      // Processes may start between NVML's count and the next read: leave room for them.
+      capacity = Math.max(count.getValue(), capacity) + PROCESS_BUFFER;
     }
-    calls.check("nvmlDeviceGetComputeRunningProcesses_v3", label, code);
-    return List.of();
   }
 
   /** Busy percentages over the driver's last sample period ({@code nvmlDeviceGetUtilizationRates}). */

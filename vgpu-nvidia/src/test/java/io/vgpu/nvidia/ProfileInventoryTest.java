@@ -140,6 +140,37 @@ class ProfileInventoryTest {
   }
 
   @Test
+  void processesThatDoNotFitTheFirstBufferAreReadWithALargerOne(@TempDir Path dir) throws Exception {
+    Path program = MockMachine.conformanceProgram();
+    org.junit.jupiter.api.Assumptions.assumeTrue(Files.isExecutable(program), program + " was not built: skipped");
+    List<Process> holders = new ArrayList<>();
+    try {
+      for (int i = 0; i < 3; i++) {
+        Path own = Files.createDirectory(dir.resolve("holder" + i));
+        ProcessBuilder builder = new ProcessBuilder(program.toString(), "process-holder");
+        builder.environment().put("LD_LIBRARY_PATH", MockMachine.nativeDirectory().toString());
+        builder.environment().put("VGPU_TEST_DIR", own.toString());
+        holders.add(builder.redirectErrorStream(true).redirectOutput(own.resolve("holder.log").toFile()).start());
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(20);
+        while (!Files.exists(own.resolve("holder.ready")) && holders.get(i).isAlive() && System.nanoTime() < deadline) {
+          Thread.sleep(20);
+        }
+        assertThat(own.resolve("holder.ready")).as(Files.readString(own.resolve("holder.log"))).exists();
+      }
+      List<Long> pids = holders.stream().map(Process::pid).toList();
+      NvmlDevice gpu = nvml.device(0);
+      for (int first : new int[] {1, 2, 3, NvmlDevice.PROCESS_BUFFER}) {
+        assertThat(gpu.computeProcesses(first)).as("first buffer of %d", first)
+            .extracting(p -> (long) p.pid()).containsExactlyInAnyOrderElementsOf(pids);
+      }
+    } finally {
+      for (Process holder : holders) {
+        holder.destroyForcibly().waitFor();
+      }
+    }
+  }
+
+  @Test
   void theNvmlSourceListsEveryProfileAsADevice(@TempDir Path sysfs) {
     List<Device> expected = new ArrayList<>();
     for (int i = 0; i < listed.size(); i++) {

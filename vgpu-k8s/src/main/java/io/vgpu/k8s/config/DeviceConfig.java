@@ -9,8 +9,8 @@ import java.util.Objects;
 
 /**
  * HAMi's NVIDIA device configuration (the {@code nvidia} section of {@code device-config.yaml}) plus the
- * scheduler's default policies: one record shared by {@code vgpu simulate}, the scheduler and the device
- * plugin. Keys and defaults are HAMi's.
+ * scheduler's default policies and the node agent's memory watchdog: one record shared by {@code vgpu
+ * simulate}, the scheduler and the device plugin. Keys and defaults are HAMi's, except {@code watchdog}.
  *
  * @param resourceCountName the count resource ({@code nvidia.com/gpu})
  * @param resourceMemoryName the memory resource ({@code nvidia.com/gpumem})
@@ -36,6 +36,7 @@ import java.util.Objects;
  * @param nodeSchedulerPolicy the default node policy ({@code binpack} or {@code spread})
  * @param gpuSchedulerPolicy the default device policy ({@code spread}, {@code binpack}, a chain, or a
  *     registered placement policy such as {@code fgd})
+ * @param watchdog the node agent's memory watchdog (vgpu's own key, not HAMi's)
  */
 public record DeviceConfig(
     String resourceCountName,
@@ -59,7 +60,8 @@ public record DeviceConfig(
     String libCudaLogLevel,
     boolean enableNumaTopology,
     String nodeSchedulerPolicy,
-    String gpuSchedulerPolicy) {
+    String gpuSchedulerPolicy,
+    WatchdogConfig watchdog) {
 
   /** HAMi's defaults (Helm chart values). */
   public static final DeviceConfig DEFAULT = builder().build();
@@ -77,6 +79,7 @@ public record DeviceConfig(
     Objects.requireNonNull(libCudaLogLevel, "libCudaLogLevel");
     Objects.requireNonNull(nodeSchedulerPolicy, "nodeSchedulerPolicy");
     Objects.requireNonNull(gpuSchedulerPolicy, "gpuSchedulerPolicy");
+    Objects.requireNonNull(watchdog, "watchdog");
     sharingOf(deviceSplitCount, deviceMemoryScaling, deviceCoreScaling, preConfiguredDeviceMemory);
   }
 
@@ -127,7 +130,7 @@ public record DeviceConfig(
     return new SharingConfig(split, memoryScaling, coreScaling, preConfigured);
   }
 
-  /** Builds a {@link DeviceConfig}; every setter is named after its HAMi key. */
+  /** Builds a {@link DeviceConfig}; every setter is named after its key. */
   public static final class Builder {
     private String resourceCountName = "nvidia.com/gpu";
     private String resourceMemoryName = "nvidia.com/gpumem";
@@ -151,6 +154,7 @@ public record DeviceConfig(
     private boolean enableNumaTopology;
     private String nodeSchedulerPolicy = "binpack";
     private String gpuSchedulerPolicy = "spread";
+    private WatchdogConfig watchdog = WatchdogConfig.DEFAULT;
 
     private Builder() {}
 
@@ -177,6 +181,7 @@ public record DeviceConfig(
       enableNumaTopology = c.enableNumaTopology;
       nodeSchedulerPolicy = c.nodeSchedulerPolicy;
       gpuSchedulerPolicy = c.gpuSchedulerPolicy;
+      watchdog = c.watchdog;
     }
 
     /** Sets {@code resourceCountName}. */
@@ -311,6 +316,12 @@ public record DeviceConfig(
       return this;
     }
 
+    /** Sets {@code watchdog}. */
+    public Builder watchdog(WatchdogConfig v) {
+      watchdog = v;
+      return this;
+    }
+
     /**
      * Builds the configuration.
      *
@@ -339,7 +350,8 @@ public record DeviceConfig(
           libCudaLogLevel,
           enableNumaTopology,
           nodeSchedulerPolicy,
-          gpuSchedulerPolicy);
+          gpuSchedulerPolicy,
+          watchdog);
     }
   }
 }

@@ -8,17 +8,19 @@ import io.vgpu.k8s.yaml.YamlNode;
 import io.vgpu.k8s.yaml.YamlReader;
 import io.vgpu.k8s.yaml.YamlScalar;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Set;
 import java.util.regex.Pattern;
 
 /**
  * Reads {@link DeviceConfig}s: the {@code config} and {@code setConfig} mappings of a scenario (keys of
- * HAMi's {@code nvidia} section plus {@code nodeSchedulerPolicy} and {@code gpuSchedulerPolicy}), and
- * HAMi's {@code device-config.yaml} file, whose {@code nvidia} section is read and whose other vendors'
- * sections are ignored. Unknown keys and values of the wrong type are {@link InputException}s naming
- * the key, the value and the position.
+ * HAMi's {@code nvidia} section plus {@code nodeSchedulerPolicy}, {@code gpuSchedulerPolicy} and vgpu's
+ * {@code watchdog} mapping), and HAMi's {@code device-config.yaml} file, whose {@code nvidia} section is
+ * read and whose other vendors' sections are ignored. Unknown keys and values of the wrong type are
+ * {@link InputException}s naming the key, the value and the position.
  */
 public final class DeviceConfigReader {
   /** The keys a configuration mapping may hold. */
@@ -45,7 +47,11 @@ public final class DeviceConfigReader {
           "libCudaLogLevel",
           "enableNumaTopology",
           "nodeSchedulerPolicy",
-          "gpuSchedulerPolicy");
+          "gpuSchedulerPolicy",
+          "watchdog");
+
+  /** The keys of the {@code watchdog} mapping. */
+  public static final List<String> WATCHDOG_KEYS = List.of("action", "pollInterval", "gracePeriod", "toleranceMiB");
 
   /** Top-level sections of HAMi's device-config file besides {@code nvidia}; vgpu ignores them. */
   private static final List<String> OTHER_VENDOR_SECTIONS =
@@ -115,6 +121,7 @@ public final class DeviceConfigReader {
         case "enableNumaTopology" -> b.enableNumaTopology(v.asScalar(f).asBoolean(f));
         case "nodeSchedulerPolicy" -> b.nodeSchedulerPolicy(oneOf(v, f, Set.of("binpack", "spread")));
         case "gpuSchedulerPolicy" -> b.gpuSchedulerPolicy(devicePolicy(v, f));
+        case "watchdog" -> b.watchdog(watchdog(base.watchdog(), v, f));
         default -> throw new IllegalStateException("key " + e.key() + " is listed in KEYS but not read");
       }
     }
@@ -173,6 +180,43 @@ public final class DeviceConfigReader {
         throw new InputException(
             node.position(), field + ": unknown policy '" + token.trim() + "' in '" + value + "' (known: " + String.join(", ", known) + ")");
       }
+    }
+    return value;
+  }
+
+  /** The {@code watchdog} mapping over {@code base}: keys it leaves out keep their values. */
+  private static WatchdogConfig watchdog(WatchdogConfig base, YamlNode node, String field) {
+    YamlMap map = node.asMap(field);
+    map.requireKnownKeys(field, WATCHDOG_KEYS);
+    WatchdogConfig.Action action = base.action();
+    Duration poll = base.pollInterval();
+    Duration grace = base.gracePeriod();
+    long tolerance = base.toleranceMiB();
+    for (YamlMap.Entry e : map.entries().values()) {
+      String f = YamlMap.path(field, e.key());
+      YamlNode v = e.value();
+      switch (e.key()) {
+        case "action" -> action = WatchdogConfig.Action.valueOf(oneOf(v, f, Set.of("kill", "report")).toUpperCase(Locale.ROOT));
+        case "pollInterval" -> poll = duration(v, f, WatchdogConfig.MIN_POLL_INTERVAL, WatchdogConfig.MAX_INTERVAL);
+        case "gracePeriod" -> grace = duration(v, f, Duration.ZERO, WatchdogConfig.MAX_INTERVAL);
+        case "toleranceMiB" -> tolerance = v.asScalar(f).asLong(f, 0, WatchdogConfig.MAX_TOLERANCE_MIB);
+        default -> throw new IllegalStateException("key " + e.key() + " is listed in WATCHDOG_KEYS but not read");
+      }
+    }
+    return new WatchdogConfig(action, poll, grace, tolerance);
+  }
+
+  private static Duration duration(YamlNode node, String field, Duration min, Duration max) {
+    String text = node.asScalar(field).asString(field).trim();
+    Duration value;
+    try {
+      value = GoDurations.parse(text);
+    } catch (IllegalArgumentException e) {
+      throw new InputException(node.position(), field + ": " + e.getMessage());
+    }
+    if (value.compareTo(min) < 0 || value.compareTo(max) > 0) {
+      throw new InputException(
+          node.position(), field + ": " + text + " is out of range [" + GoDurations.format(min) + ", " + GoDurations.format(max) + "]");
     }
     return value;
   }

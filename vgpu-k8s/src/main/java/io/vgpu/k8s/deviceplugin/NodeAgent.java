@@ -10,10 +10,14 @@ import io.vgpu.api.spi.ContainerContractProvider;
 import io.vgpu.api.spi.ContractSettings;
 import io.vgpu.api.spi.DeviceSource;
 import io.vgpu.core.DeviceRegistrar;
-import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.config.DeviceConfig;
+import io.vgpu.k8s.scheduler.EventRecorder;
 import io.vgpu.k8s.scheduler.NodeLock;
 import io.vgpu.k8s.server.HttpService;
+import io.vgpu.k8s.watchdog.GpuProcesses;
+import io.vgpu.k8s.watchdog.HostProcesses;
+import io.vgpu.k8s.watchdog.MemoryWatchdog;
+import io.vgpu.k8s.watchdog.WatchdogMetrics;
 import io.vgpu.nvidia.HookLayout;
 import io.vgpu.nvidia.HostPreparation;
 import io.vgpu.nvidia.Interposer;
@@ -33,6 +37,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
+import java.util.OptionalLong;
 import java.util.ServiceLoader;
 import java.util.Set;
 import java.util.concurrent.Executors;
@@ -47,7 +52,8 @@ import org.slf4j.LoggerFactory;
  * {@code vgpu device-plugin} assembled: the interposer installed on the host, the kubelet device
  * plugin (kept registered across kubelet restarts), the node's registration for the scheduler every
  * 30 seconds (5 after an error, at once on a health change), per-container host directories created
- * at Allocate and removed when their pod is gone, and the node monitor's metrics.
+ * at Allocate and removed when their pod is gone, the node monitor's metrics, and, over NVML, the
+ * memory watchdog that holds every container to its grant by the driver's own accounting.
  */
 public final class NodeAgent implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(NodeAgent.class);
@@ -80,6 +86,7 @@ public final class NodeAgent implements AutoCloseable {
   private final ScheduledExecutorService background;
   private final DeviceSource.Subscription health;
   private final @Nullable HttpService monitor;
+  private final @Nullable MemoryWatchdog watchdog;
 
   private NodeAgent(Builder b) {
     this.client = b.client;
@@ -93,6 +100,7 @@ public final class NodeAgent implements AutoCloseable {
     this.background = b.background;
     this.health = b.health;
     this.monitor = b.monitor;
+    this.watchdog = b.watchdog;
   }
 
   private static final class Builder {
@@ -107,6 +115,7 @@ public final class NodeAgent implements AutoCloseable {
     ScheduledExecutorService background;
     DeviceSource.Subscription health;
     HttpService monitor;
+    MemoryWatchdog watchdog;
   }
 
   /**
@@ -149,8 +158,12 @@ public final class NodeAgent implements AutoCloseable {
             new NodeLock(client, Duration.ofMinutes(5), clock),
             options.fieldSelector());
     b.plugin = new KubeletPlugin(options.pluginDirectory(), options.endpoint(), config.schema().countResource(), new DevicePluginService(b.advertised, allocator));
-    // The scheduler labels every pod it assigns here, as HAMi's monitor relies on.
-    b.pods = client.pods().inAnyNamespace().withLabel(HamiAnnotations.ASSIGNED_NODE, options.nodeName()).runnableInformer(0);
+    // Every pod bound here, whatever its labels: the watchdog must find a GPU process's pod even when
+    // its owner removed the label the scheduler set.
+    b.pods =
+        options.fieldSelector()
+            ? client.pods().inAnyNamespace().withField("spec.nodeName", options.nodeName()).runnableInformer(0)
+            : client.pods().inAnyNamespace().runnableInformer(0);
     try {
       b.pods.start().toCompletableFuture().get(60, TimeUnit.SECONDS);
     } catch (Exception e) {
@@ -164,15 +177,31 @@ public final class NodeAgent implements AutoCloseable {
               t.setDaemon(true);
               return t;
             });
-    if (!options.metricsBind().isEmpty()) {
-      PrometheusRegistry registry = new PrometheusRegistry();
+    PrometheusRegistry registry = options.metricsBind().isEmpty() ? null : new PrometheusRegistry();
+    if (source instanceof NvidiaDeviceSource nvidia) {
+      b.watchdog =
+          new MemoryWatchdog(
+              config.watchdog(),
+              GpuProcesses.nvml(nvidia),
+              () -> b.pods.getIndexer().list(),
+              b.layout,
+              HostProcesses.procfs(),
+              new EventRecorder(client, "vgpu-device-plugin", clock)::warning,
+              registry == null ? new WatchdogMetrics() : new WatchdogMetrics(registry),
+              clock);
+    } else {
+      LOG.info("device source {} reads no NVML: no memory watchdog", source.name());
+    }
+    if (registry != null) {
       HookLayout layout = b.layout;
+      MemoryWatchdog watchdog = b.watchdog;
       registry.register(
           new NodeMonitor(
               options.nodeName(),
               () -> b.pods.getIndexer().list(),
               (uid, container) -> Path.of(layout.containerDirectory(uid, container), HookLayout.REGION_NAME),
               hostGpus(source),
+              watchdog == null ? (uid, container, uuid) -> OptionalLong.empty() : watchdog::nvmlBytes,
               clock));
       InetSocketAddress address = HttpService.parseAddress("--metrics-bind-address", options.metricsBind());
       b.monitor = HttpService.builder(address).name("monitor").threads(2).route("GET", "/metrics", r -> metrics(registry)).start();
@@ -184,6 +213,9 @@ public final class NodeAgent implements AutoCloseable {
     agent.scheduleRegistration(Duration.ZERO);
     b.background.scheduleWithFixedDelay(agent::keepRegistered, 0, KUBELET_CHECK.toMillis(), TimeUnit.MILLISECONDS);
     b.background.scheduleWithFixedDelay(agent::cleanUp, CLEANUP_INTERVAL.toMillis(), CLEANUP_INTERVAL.toMillis(), TimeUnit.MILLISECONDS);
+    if (b.watchdog != null) {
+      b.watchdog.start();
+    }
     LOG.info("vgpu node agent for {} serving {} in {}", options.nodeName(), config.schema().countResource(), options.pluginDirectory());
     return agent;
   }
@@ -305,6 +337,9 @@ public final class NodeAgent implements AutoCloseable {
 
   @Override
   public void close() {
+    if (watchdog != null) {
+      watchdog.close();
+    }
     health.close();
     background.shutdownNow();
     plugin.close();

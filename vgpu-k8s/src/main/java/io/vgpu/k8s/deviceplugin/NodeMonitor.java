@@ -15,6 +15,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.function.BiFunction;
 import java.util.function.Supplier;
 
@@ -46,10 +47,18 @@ public final class NodeMonitor implements MultiCollector {
    */
   public record HostGpu(int index, String uuid, String type, long memoryUsedBytes, int utilizationPercent, int memoryUtilizationPercent) {}
 
+  /** What the driver charges to a container's processes on a card (the node watchdog's figure). */
+  @FunctionalInterface
+  public interface DriverMemory {
+    /** Bytes NVML charges to the container's processes on the card; empty when nothing reads NVML. */
+    OptionalLong usedBytes(String podUid, String container, String deviceUuid);
+  }
+
   private final String node;
   private final Supplier<List<Pod>> pods;
   private final BiFunction<String, String, Path> regionOf;
   private final HostGpus host;
+  private final DriverMemory driver;
   private final Clock clock;
 
   /**
@@ -60,10 +69,19 @@ public final class NodeMonitor implements MultiCollector {
    *     container name
    */
   public NodeMonitor(String node, Supplier<List<Pod>> pods, BiFunction<String, String, Path> regionOf, HostGpus host, Clock clock) {
+    this(node, pods, regionOf, host, (uid, container, uuid) -> OptionalLong.empty(), clock);
+  }
+
+  /**
+   * A monitor that also shows, beside each container's own accounting, what the driver charges to it
+   * ({@code hami_vgpu_memory_nvml_used_bytes}).
+   */
+  public NodeMonitor(String node, Supplier<List<Pod>> pods, BiFunction<String, String, Path> regionOf, HostGpus host, DriverMemory driver, Clock clock) {
     this.node = node;
     this.pods = pods;
     this.regionOf = regionOf;
     this.host = host;
+    this.driver = driver;
     this.clock = clock;
   }
 
@@ -116,6 +134,10 @@ public final class NodeMonitor implements MultiCollector {
           long limit = usage != null && usage.memoryLimit() > 0 ? usage.memoryLimit() : (long) (grant.memoryMiB() * MIB);
           long context = usage == null ? 0 : Math.min(usage.contextBytes(), used);
           f.gauge("hami_vgpu_memory_used_bytes", "vGPU device memory usage", used, labels);
+          OptionalLong nvml = driver.usedBytes(pod.getMetadata().getUid(), container, grant.uuid());
+          if (nvml.isPresent()) {
+            f.gauge("hami_vgpu_memory_nvml_used_bytes", "vGPU device memory usage as NVML charges it to the container's processes", nvml.getAsLong(), labels);
+          }
           f.gauge("hami_vgpu_memory_limit_bytes", "vGPU device memory limit", limit, labels);
           f.gauge("hami_container_device_memory_bytes", "Container device memory usage in bytes", used, labels);
           f.gauge("hami_container_device_utilization_ratio", "Container device SM utilization ratio", usage == null ? 0 : usage.smUtilPermille() / 10.0, labels);

@@ -105,7 +105,7 @@ public final class PodAllocator {
     PodRef ref = PodRefs.of(pod);
     try {
       List<List<DeviceGrant>> entries = new ArrayList<>(DeviceListCodec.decode(toAllocate(pod)));
-      List<Container> containers = containers(pod);
+      List<Container> containers = PodRefs.containers(pod);
       AllocateResponse.Builder out = AllocateResponse.newBuilder();
       for (ContainerAllocateRequest container : request.getContainerRequestsList()) {
         int index = nextEntry(entries);
@@ -247,20 +247,6 @@ public final class PodAllocator {
       }
     }
     return -1;
-  }
-
-  /** Init containers first, then app containers: the annotation's segment order. */
-  private static List<Container> containers(Pod pod) {
-    List<Container> all = new ArrayList<>();
-    if (pod.getSpec() != null) {
-      if (pod.getSpec().getInitContainers() != null) {
-        all.addAll(pod.getSpec().getInitContainers());
-      }
-      if (pod.getSpec().getContainers() != null) {
-        all.addAll(pod.getSpec().getContainers());
-      }
-    }
-    return all;
   }
 
   private static Map<String, String> env(@Nullable Container container) {

@@ -1,8 +1,11 @@
 package io.vgpu.k8s.pod;
 
+import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.ObjectMeta;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.vgpu.api.PodRef;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 
 /** A pod's identity and annotations, with Kubernetes' defaults for what a manifest leaves out. */
@@ -40,6 +43,23 @@ public final class PodRefs {
       }
     }
     return PodRef.parse(text, DEFAULT_NAMESPACE);
+  }
+
+  /**
+   * The pod's init containers, then its app containers: the order of the segments of HAMi's device
+   * annotations.
+   */
+  public static List<Container> containers(Pod pod) {
+    List<Container> all = new ArrayList<>();
+    if (pod.getSpec() != null) {
+      if (pod.getSpec().getInitContainers() != null) {
+        all.addAll(pod.getSpec().getInitContainers());
+      }
+      if (pod.getSpec().getContainers() != null) {
+        all.addAll(pod.getSpec().getContainers());
+      }
+    }
+    return all;
   }
 
   /** The pod's annotations, empty when it has none. */

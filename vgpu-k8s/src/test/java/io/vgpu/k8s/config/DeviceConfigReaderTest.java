@@ -10,6 +10,7 @@ import io.vgpu.k8s.yaml.InputException;
 import io.vgpu.k8s.yaml.YamlReader;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
@@ -158,5 +159,50 @@ class DeviceConfigReaderTest {
     assertThatThrownBy(() -> reader.readFile(file)).hasMessageContaining(":1:1: unknown key 'nvidai' in device config");
     Files.writeString(file, "hygon: {}\n");
     assertThatThrownBy(() -> reader.readFile(file)).hasMessageContaining("device config: missing required key 'nvidia'");
+  }
+
+  @Test
+  void theWatchdogDefaultsToKillAfterTwoSecondsOverTheGrantPlus512MiB() {
+    WatchdogConfig w = DeviceConfig.DEFAULT.watchdog();
+    assertThat(w).isEqualTo(new WatchdogConfig(WatchdogConfig.Action.KILL, Duration.ofSeconds(1), Duration.ofSeconds(2), 512));
+    assertThat(w.toleranceBytes()).isEqualTo(512L << 20);
+  }
+
+  @Test
+  void readsTheWatchdogAndKeepsWhatAMappingLeavesOut() {
+    DeviceConfig c = read("watchdog:\n  action: report\n  pollInterval: 250ms\n  gracePeriod: 1m30s\n  toleranceMiB: 0\n");
+    assertThat(c.watchdog()).isEqualTo(new WatchdogConfig(WatchdogConfig.Action.REPORT, Duration.ofMillis(250), Duration.ofSeconds(90), 0));
+    DeviceConfig later = reader.apply(c, YamlReader.read("watchdog: {gracePeriod: 0}\n", "s.yaml").asMap("setConfig"), "setConfig");
+    assertThat(later.watchdog()).isEqualTo(new WatchdogConfig(WatchdogConfig.Action.REPORT, Duration.ofMillis(250), Duration.ZERO, 0));
+    assertThat(read("watchdog: {}\n")).isEqualTo(DeviceConfig.DEFAULT);
+  }
+
+  @Test
+  void aBadWatchdogSettingIsOneLineNamingIt() {
+    assertThatThrownBy(() -> read("watchdog: {action: ignore}\n")).hasMessage("c.yaml:1:20: config.watchdog.action: unknown value 'ignore' (known: kill, report)");
+    assertThatThrownBy(() -> read("watchdog: {pollInterval: 1 second}\n"))
+        .hasMessage("c.yaml:1:26: config.watchdog.pollInterval: '1 second' is not a duration such as 5m, 28s or 1h30m");
+    assertThatThrownBy(() -> read("watchdog: {pollInterval: 10ms}\n")).hasMessage("c.yaml:1:26: config.watchdog.pollInterval: 10ms is out of range [50ms, 10m]");
+    assertThatThrownBy(() -> read("watchdog: {gracePeriod: 1h}\n")).hasMessage("c.yaml:1:25: config.watchdog.gracePeriod: 1h is out of range [0, 10m]");
+    assertThatThrownBy(() -> read("watchdog: {toleranceMiB: -1}\n")).hasMessage("c.yaml:1:26: config.watchdog.toleranceMiB: -1 is out of range [0, 1073741824]");
+    assertThatThrownBy(() -> read("watchdog: {grace: 2s}\n")).hasMessageStartingWith("c.yaml:1:12: unknown key 'grace' in config.watchdog (known keys: action, pollInterval, gracePeriod, toleranceMiB");
+    assertThatThrownBy(() -> read("watchdog: kill\n")).hasMessageContaining("config.watchdog");
+  }
+
+  @Test
+  void goDurationsReadAndWriteTheSameText() {
+    assertThat(GoDurations.parse("1h30m")).isEqualTo(Duration.ofMinutes(90));
+    assertThat(GoDurations.parse("250ms")).isEqualTo(Duration.ofMillis(250));
+    assertThat(GoDurations.parse("0")).isZero();
+    assertThat(GoDurations.format(Duration.ofSeconds(2))).isEqualTo("2s");
+    assertThat(GoDurations.format(Duration.ofSeconds(90))).isEqualTo("1m30s");
+    assertThat(GoDurations.format(Duration.ofMinutes(10))).isEqualTo("10m");
+    assertThat(GoDurations.format(Duration.ofSeconds(3601))).isEqualTo("1h1s");
+    assertThat(GoDurations.format(Duration.ofMillis(1500))).isEqualTo("1500ms");
+    assertThat(GoDurations.format(Duration.ofNanos(1500))).isEqualTo("1500ns");
+    assertThat(GoDurations.format(Duration.ofNanos(3000))).isEqualTo("3us");
+    assertThat(GoDurations.format(Duration.ZERO)).isEqualTo("0");
+    assertThatThrownBy(() -> GoDurations.parse("5 m")).isInstanceOf(IllegalArgumentException.class).hasMessage("'5 m' is not a duration such as 5m, 28s or 1h30m");
+    assertThatThrownBy(() -> GoDurations.parse("99999999999999999999h")).isInstanceOf(IllegalArgumentException.class);
   }
 }

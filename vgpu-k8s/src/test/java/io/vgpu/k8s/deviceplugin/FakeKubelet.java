@@ -23,14 +23,14 @@ import java.util.concurrent.TimeUnit;
  * kubelet as a device plugin sees it, in-process over real unix sockets: the Registration service on
  * {@code kubelet.sock}, and a client of the plugin's own socket for ListAndWatch and Allocate.
  */
-final class FakeKubelet implements AutoCloseable {
+public final class FakeKubelet implements AutoCloseable {
   final Path directory;
   final BlockingQueue<RegisterRequest> registrations = new LinkedBlockingQueue<>();
   private Server registration;
   private ManagedChannel plugin;
   private final BlockingQueue<ListAndWatchResponse> lists = new LinkedBlockingQueue<>();
 
-  FakeKubelet(Path directory) throws IOException {
+  public FakeKubelet(Path directory) throws IOException {
     this.directory = directory;
     start();
   }
@@ -60,7 +60,7 @@ final class FakeKubelet implements AutoCloseable {
     directory.resolve(KubeletPlugin.KUBELET_SOCKET).toFile().delete();
   }
 
-  RegisterRequest awaitRegistration() throws InterruptedException {
+  public RegisterRequest awaitRegistration() throws InterruptedException {
     RegisterRequest r = registrations.poll(10, TimeUnit.SECONDS);
     if (r == null) {
       throw new AssertionError("the plugin did not register");
@@ -103,7 +103,7 @@ final class FakeKubelet implements AutoCloseable {
   }
 
   /** One Allocate call with one container asking for {@code ids}. */
-  AllocateResponse allocate(List<String> ids) {
+  public AllocateResponse allocate(List<String> ids) {
     return stub().allocate(AllocateRequest.newBuilder().addContainerRequests(ContainerAllocateRequest.newBuilder().addAllDevicesIds(ids)).build());
   }
 

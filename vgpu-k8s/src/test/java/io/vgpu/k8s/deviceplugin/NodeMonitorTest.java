@@ -12,6 +12,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.util.List;
+import java.util.OptionalLong;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -52,6 +53,21 @@ class NodeMonitorTest {
         .contains("hami_host_gpu_utilization_ratio{device_index=\"0\",device_type=\"NVIDIA-NVIDIA A100-SXM4-40GB\",device_uuid=\"" + GPU0 + "\",node=\"n1\",zone=\"vGPU\"} 37.0")
         .contains("hami_host_gpu_memory_used_bytes{")
         .contains("hami_host_gpu_memory_controller_utilization_ratio{");
+  }
+
+  @Test
+  void theDriversFigureStandsBesideTheInterposers(@TempDir Path dir) throws Exception {
+    Pod pod = granted("busy", "uid-busy", GPU0 + ",NVIDIA,1024,25:;");
+    NodeMonitor.DriverMemory nvml = (uid, container, uuid) ->
+        uid.equals("uid-busy") && container.equals("gpu") && uuid.equals(GPU0) ? OptionalLong.of(3000L << 20) : OptionalLong.of(0);
+    String text = scrape(new NodeMonitor("n1", () -> List.of(pod), (uid, c) -> dir.resolve("none"), List::of, nvml, Clock.systemUTC()));
+    String labels = "container=\"gpu\",device_uuid=\"" + GPU0 + "\",namespace=\"team\",pod=\"busy\",vdevice_index=\"0\",zone=\"vGPU\"";
+    assertThat(text)
+        .contains("hami_vgpu_memory_used_bytes{" + labels + "} 0.0")
+        .contains("hami_vgpu_memory_nvml_used_bytes{" + labels + "} 3.145728E9");
+
+    String without = scrape(new NodeMonitor("n1", () -> List.of(pod), (uid, c) -> dir.resolve("none"), List::of, Clock.systemUTC()));
+    assertThat(without).as("no NVML, no figure").doesNotContain("hami_vgpu_memory_nvml_used_bytes");
   }
 
   @Test
