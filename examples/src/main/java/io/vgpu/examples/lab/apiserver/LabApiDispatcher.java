@@ -31,8 +31,8 @@ import tools.jackson.databind.node.ObjectNode;
  * fabric8's CRUD mock API server plus what a real API server does that it does not: the mutating
  * admission webhook on pod creation; the Binding subresource ({@code pods/{name}/binding}) and the
  * {@code bindings} collection, which set {@code spec.nodeName} once and answer 409 Conflict after;
- * and the {@code spec.nodeName} field selector on pod lists (the node agent lists its node's pods that
- * way). Everything else — CRUD, watches, patches, Events, Leases, ResourceQuotas — is fabric8's.
+ * and the {@code spec.nodeName} field selector on pod lists and watches (the node agent follows its
+ * node's pods that way). Everything else — CRUD, watches, patches, Events, Leases, ResourceQuotas — is fabric8's.
  */
 final class LabApiDispatcher extends Dispatcher {
   private static final JsonMapper JSON = PodJson.mapper();
@@ -159,11 +159,12 @@ final class LabApiDispatcher extends Dispatcher {
   }
 
   private MockResponse podsOnNode(RecordedRequest request, URI uri, String nodeName) {
-    if (uri.getRawQuery() != null && uri.getRawQuery().contains("watch=true")) {
-      return status(400, "BadRequest", "the lab's API server does not watch pods by " + NODE_NAME_FIELD);
-    }
     String query = withoutNodeNameSelector(uri.getRawQuery());
     String path = uri.getRawPath() + (query.isEmpty() ? "" : "?" + query);
+    if (uri.getRawQuery() != null && uri.getRawQuery().contains("watch=true")) {
+      MockResponse watch = crud.dispatch(new RecordedRequest(request.getHttpVersion(), request.method(), path, request.getHeaders(), request.getBody()));
+      return watch.getWebSocketListener() == null ? watch : watch.withWebSocketUpgrade(new NodeNameWatchFilter(watch.getWebSocketListener(), nodeName));
+    }
     MockResponse list = crud.handleGet(path);
     if (list.code() != 200) {
       return list;
