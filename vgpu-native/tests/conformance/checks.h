@@ -32,6 +32,13 @@ int check_mock_driver_surface(int argc, char **argv);
 int check_sm_limit(int argc, char **argv);
 int check_overhead_alloc(int argc, char **argv);
 int check_overhead_launch(int argc, char **argv);
+int check_region_rewrite_whole(int argc, char **argv);
+int check_region_rewrite_used(int argc, char **argv);
+int check_region_rewrite_limits(int argc, char **argv);
+int check_region_rewrite_switch(int argc, char **argv);
+int check_limits_file_refused(int argc, char **argv);
+int check_partial_nvml(int argc, char **argv);
+int check_fork_while_locked(int argc, char **argv);
 
 int role_race_worker(int argc, char **argv);
 int role_kill_holder(int argc, char **argv);
@@ -43,5 +50,7 @@ int role_bench_alloc(int argc, char **argv);
 int role_bench_launch(int argc, char **argv);
 int role_gpu_throughput(int argc, char **argv);
 int role_grant_report(int argc, char **argv);
+int role_region_newcomer(int argc, char **argv);
+int role_fork_in_once(int argc, char **argv);
 
 #endif

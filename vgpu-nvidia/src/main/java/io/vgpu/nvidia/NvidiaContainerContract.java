@@ -45,15 +45,19 @@ import java.util.stream.Collectors;
  * /etc/vgpu/limits} read-only. Paths: {@link HookLayout}.
  *
  * <p>The limits file holds every key above except {@code NVIDIA_VISIBLE_DEVICES}, as {@code KEY=VALUE}
- * lines: the same limits as the environment, so a process whose environment was edited or lost still
- * meets them. It is one of the allocation's host files; the node agent writes it (see {@link
- * HostPreparation}). With device specs, the GPUs' device nodes and those of {@code /dev/nvidiactl},
+ * lines, and ends with the line {@value #LIMITS_FILE_END}, which libvgpu.so requires (a file without it
+ * is cut short, and refused): the same limits as the environment, so a process whose environment was
+ * edited or lost still meets them. It is one of the allocation's host files; the node agent writes it
+ * (see {@link HostPreparation}). With device specs, the GPUs' device nodes and those of {@code /dev/nvidiactl},
  * {@code /dev/nvidia-uvm}, {@code /dev/nvidia-uvm-tools}, {@code /dev/nvidia-modeset} that exist under
  * the device root are passed, read-write.
  */
 public final class NvidiaContainerContract implements ContainerContract {
   /** The environment variable of the visible GPUs, which the limits file does not carry. */
   public static final String VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES";
+
+  /** The last line of every limits file: libvgpu.so refuses a file without it as incomplete. */
+  public static final String LIMITS_FILE_END = "END";
 
   private static final String TASK_PRIORITY = "CUDA_TASK_PRIORITY";
   private static final String CORE_POLICY = "GPU_CORE_UTILIZATION_POLICY";
@@ -197,6 +201,6 @@ public final class NvidiaContainerContract implements ContainerContract {
     // a comment must stay one line: libvgpu.so reads the next line as a key
     out.append("# vgpu limits of ").append(subject.replaceAll("\\p{Cntrl}", "?")).append('\n');
     limits.forEach((key, value) -> out.append(key).append('=').append(value).append('\n'));
-    return out.toString();
+    return out.append(LIMITS_FILE_END).append('\n').toString();
   }
 }

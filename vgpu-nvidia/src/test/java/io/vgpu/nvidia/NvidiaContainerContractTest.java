@@ -76,6 +76,7 @@ class NvidiaContainerContractTest {
             CUDA_DEVICE_SM_LIMIT=25
             CUDA_DEVICE_MEMORY_SHARED_CACHE=/usr/local/vgpu/vgpu.cache
             LIBCUDA_LOG_LEVEL=1
+            END
             """);
   }
 
@@ -115,6 +116,7 @@ class NvidiaContainerContractTest {
             CUDA_OVERSUBSCRIBE=true
             GPU_CORE_UTILIZATION_POLICY=force
             CUDA_TASK_PRIORITY=1
+            END
             """);
   }
 
@@ -142,6 +144,7 @@ class NvidiaContainerContractTest {
             CUDA_DEVICE_SM_LIMIT=10
             CUDA_DEVICE_MEMORY_SHARED_CACHE=/usr/local/vgpu/vgpu.cache
             LIBCUDA_LOG_LEVEL=3
+            END
             env NVIDIA_VISIBLE_DEVICES=GPU-12345678-1234-1234-1234-123456780000
             env CUDA_DEVICE_MEMORY_LIMIT_0=3072m
             env CUDA_DEVICE_SM_LIMIT=15
@@ -157,6 +160,7 @@ class NvidiaContainerContractTest {
             CUDA_DEVICE_SM_LIMIT=15
             CUDA_DEVICE_MEMORY_SHARED_CACHE=/usr/local/vgpu/vgpu.cache
             LIBCUDA_LOG_LEVEL=3
+            END
             """);
   }
 
@@ -186,6 +190,7 @@ class NvidiaContainerContractTest {
         expected.append(k).append('=').append(v).append('\n');
       }
     });
+    expected.append("END\n");
     assertThat(a.hostFiles().get(0).content()).isEqualTo(expected.toString());
     assertThat(a.env()).containsEntry("GPU_CORE_UTILIZATION_POLICY", "disable").doesNotContainKey("CUDA_DEVICE_SM_LIMIT_0");
   }

@@ -133,7 +133,7 @@ class NodeAgentTest {
     Path containerDir = hook.resolve("vgpu/containers/" + uid + "_gpu");
     Path limits = hook.resolve("vgpu/limits/" + uid + "_gpu");
     assertThat(containerDir).isDirectory();
-    assertThat(Files.readString(limits)).contains("CUDA_DEVICE_MEMORY_LIMIT_0=4096m").contains("CUDA_DEVICE_SM_LIMIT=25");
+    assertThat(Files.readString(limits)).contains("CUDA_DEVICE_MEMORY_LIMIT_0=4096m").contains("CUDA_DEVICE_SM_LIMIT=25").endsWith("\nEND\n");
     if (Interposer.bundled()) {
       assertThat(hook.resolve("vgpu/libvgpu.so")).isRegularFile();
       assertThat(Files.readString(hook.resolve("vgpu/ld.so.preload")).strip()).isEqualTo(hook.resolve("vgpu/libvgpu.so").toString());
