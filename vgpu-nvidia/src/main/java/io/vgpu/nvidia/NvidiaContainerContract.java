@@ -12,7 +12,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Set;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
@@ -36,13 +35,16 @@ import java.util.stream.Collectors;
  *       container's own value (the admission webhook sets it from {@code gpuCorePolicy}), else {@code
  *       gpuCorePolicy} unless {@code default};
  *   <li>{@code CUDA_TASK_PRIORITY}: the container's own value (the webhook sets it from {@code
- *       nvidia.com/priority}).
+ *       nvidia.com/priority});
+ *   <li>{@code CUDA_DISABLE_CONTROL=true} only in a namespace of {@link
+ *       ContractSettings#disableControlNamespaces()}.
  * </ul>
  *
  * Mounts: {@code <hook>/vgpu/libvgpu.so} read-only; the per-container directory read-write at {@code
- * <hook>/vgpu}; {@code /tmp/vgpulock}; {@code /etc/ld.so.preload} read-only unless the container sets
- * {@code CUDA_DISABLE_CONTROL} to a true value (Go's {@code strconv.ParseBool}, as HAMi); and {@code
- * /etc/vgpu/limits} read-only. Paths: {@link HookLayout}.
+ * <hook>/vgpu}; {@code /tmp/vgpulock}; {@code /etc/ld.so.preload} read-only, left out only in a namespace
+ * of {@link ContractSettings#disableControlNamespaces()} (the container's own {@code
+ * CUDA_DISABLE_CONTROL}, which HAMi obeys, is ignored: a pod must not switch its own limits off); and
+ * {@code /etc/vgpu/limits} read-only. Paths: {@link HookLayout}.
  *
  * <p>The limits file holds every key above except {@code NVIDIA_VISIBLE_DEVICES}, as {@code KEY=VALUE}
  * lines, and ends with the line {@value #LIMITS_FILE_END}, which libvgpu.so requires (a file without it
@@ -63,8 +65,6 @@ public final class NvidiaContainerContract implements ContainerContract {
   private static final String CORE_POLICY = "GPU_CORE_UTILIZATION_POLICY";
   private static final String DISABLE_CONTROL = "CUDA_DISABLE_CONTROL";
   private static final List<String> CONTROL_DEVICES = List.of("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset");
-  /** Go's {@code strconv.ParseBool} true values. */
-  private static final Set<String> GO_TRUE = Set.of("1", "t", "T", "TRUE", "true", "True");
   /** The priorities libvgpu.so accepts: an optional minus and at most seven digits, within +-1000000. */
   private static final Pattern PRIORITY = Pattern.compile("-?[0-9]{1,7}");
   private static final long PRIORITY_LIMIT = 1_000_000;
@@ -98,7 +98,11 @@ public final class NvidiaContainerContract implements ContainerContract {
       return new Allocation(Map.of(), List.of(), List.of());
     }
     String where = "pod " + pod + " container " + grant.name();
+    boolean controlDisabled = settings.controlDisabledIn(pod.namespace());
     Map<String, String> limits = limits(devices, containerEnv, where);
+    if (controlDisabled) {
+      limits.put(DISABLE_CONTROL, "true");
+    }
     Map<String, String> env = new LinkedHashMap<>();
     env.put(VISIBLE_DEVICES, devices.stream().map(DeviceGrant::uuid).collect(Collectors.joining(",")));
     env.putAll(limits);
@@ -107,7 +111,7 @@ public final class NvidiaContainerContract implements ContainerContract {
     mounts.add(new Mount(layout.library(), layout.library(), true));
     mounts.add(new Mount(layout.vgpuDirectory(), layout.containerDirectory(podUid, grant.name()), false));
     mounts.add(new Mount(HookLayout.LOCK_DIRECTORY, HookLayout.LOCK_DIRECTORY, false));
-    if (!GO_TRUE.contains(containerEnv.getOrDefault(DISABLE_CONTROL, ""))) {
+    if (!controlDisabled) {
       mounts.add(new Mount(HookLayout.CONTAINER_PRELOAD_FILE, layout.preloadFile(), true));
     }
     mounts.add(new Mount(HookLayout.CONTAINER_LIMITS_FILE, limitsFile, true));

@@ -16,6 +16,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.ServiceLoader;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -153,6 +154,7 @@ class NvidiaContainerContractTest {
             mount /usr/local/vgpu/libvgpu.so <- /usr/local/vgpu/libvgpu.so ro
             mount /usr/local/vgpu <- /usr/local/vgpu/containers/6f1c2d3e-0000-4000-8000-000000000001_b rw
             mount /tmp/vgpulock <- /tmp/vgpulock rw
+            mount /etc/ld.so.preload <- /usr/local/vgpu/ld.so.preload ro
             mount /etc/vgpu/limits <- /usr/local/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_b ro
             file /usr/local/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_b
             # vgpu limits of pod ml/train container b
@@ -196,17 +198,26 @@ class NvidiaContainerContractTest {
   }
 
   @Test
-  void disableControlSkipsTheSystemPreloadAsInHami() {
+  void aPodCannotSwitchItsOwnLimitsOff() {
     ContainerContract contract = contract(ContractSettings.DEFAULT);
     for (String yes : new String[] {"true", "1", "T", "TRUE"}) {
       Allocation a = contract.allocate(POD, UID, grant("main", gpu(GPU0, 1024, 0)), Map.of("CUDA_DISABLE_CONTROL", yes));
-      assertThat(a.mounts()).as(yes).noneMatch(m -> m.containerPath().equals("/etc/ld.so.preload"));
+      assertThat(a.mounts()).as(yes).anyMatch(m -> m.containerPath().equals("/etc/ld.so.preload") && m.readOnly());
       assertThat(a.env()).as(yes).doesNotContainKey("CUDA_DISABLE_CONTROL");
+      assertThat(a.hostFiles().get(0).content()).as(yes).doesNotContain("CUDA_DISABLE_CONTROL").endsWith("\nEND\n");
     }
-    for (String no : new String[] {"false", "yes", "on", ""}) {
-      Allocation a = contract.allocate(POD, UID, grant("main", gpu(GPU0, 1024, 0)), Map.of("CUDA_DISABLE_CONTROL", no));
-      assertThat(a.mounts()).as("'%s' is not true for Go", no).anyMatch(m -> m.containerPath().equals("/etc/ld.so.preload"));
-    }
+  }
+
+  @Test
+  void onlyTheDeviceConfigsNamespacesRunWithoutEnforcement() {
+    ContainerContract contract = contract(ContractSettings.DEFAULT.withDisableControlNamespaces(Set.of("ml", "tools")));
+    Allocation exempt = contract.allocate(POD, UID, grant("main", gpu(GPU0, 1024, 10)), Map.of());
+    assertThat(exempt.mounts()).noneMatch(m -> m.containerPath().equals("/etc/ld.so.preload"));
+    assertThat(exempt.env()).containsEntry("CUDA_DISABLE_CONTROL", "true");
+    assertThat(exempt.hostFiles().get(0).content()).contains("\nCUDA_DISABLE_CONTROL=true\nEND\n");
+    Allocation enforced = contract.allocate(new PodRef("other", "train"), UID, grant("main", gpu(GPU0, 1024, 10)), Map.of("CUDA_DISABLE_CONTROL", "true"));
+    assertThat(enforced.mounts()).anyMatch(m -> m.containerPath().equals("/etc/ld.so.preload"));
+    assertThat(enforced.env()).doesNotContainKey("CUDA_DISABLE_CONTROL");
   }
 
   @Test

@@ -4,8 +4,11 @@ import io.vgpu.api.ResourceSchema;
 import io.vgpu.api.SharingConfig;
 import io.vgpu.api.spi.ContractSettings;
 import io.vgpu.core.EngineConfig;
+import java.util.Collections;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
+import java.util.TreeSet;
 
 /**
  * HAMi's NVIDIA device configuration (the {@code nvidia} section of {@code device-config.yaml}) plus the
@@ -36,6 +39,9 @@ import java.util.Objects;
  * @param nodeSchedulerPolicy the default node policy ({@code binpack} or {@code spread})
  * @param gpuSchedulerPolicy the default device policy ({@code spread}, {@code binpack}, a chain, or a
  *     registered placement policy such as {@code fgd})
+ * @param disableControlNamespaces namespaces whose GPU containers run without enforcement (vgpu's own
+ *     key, not HAMi's): the node agent leaves their interposer out; no other setting, and nothing a pod
+ *     sets, switches enforcement off (HAMi obeys a pod's {@code CUDA_DISABLE_CONTROL}; vgpu does not)
  */
 public record DeviceConfig(
     String resourceCountName,
@@ -59,7 +65,8 @@ public record DeviceConfig(
     String libCudaLogLevel,
     boolean enableNumaTopology,
     String nodeSchedulerPolicy,
-    String gpuSchedulerPolicy) {
+    String gpuSchedulerPolicy,
+    Set<String> disableControlNamespaces) {
 
   /** HAMi's defaults (Helm chart values). */
   public static final DeviceConfig DEFAULT = builder().build();
@@ -77,6 +84,7 @@ public record DeviceConfig(
     Objects.requireNonNull(libCudaLogLevel, "libCudaLogLevel");
     Objects.requireNonNull(nodeSchedulerPolicy, "nodeSchedulerPolicy");
     Objects.requireNonNull(gpuSchedulerPolicy, "gpuSchedulerPolicy");
+    disableControlNamespaces = Collections.unmodifiableSet(new TreeSet<>(Objects.requireNonNull(disableControlNamespaces, "disableControlNamespaces")));
     sharingOf(deviceSplitCount, deviceMemoryScaling, deviceCoreScaling, preConfiguredDeviceMemory);
   }
 
@@ -105,8 +113,9 @@ public record DeviceConfig(
 
   /**
    * What the container contract takes from this configuration ({@code libCudaLogLevel}, {@code
-   * gpuCorePolicy}, {@code disableCoreLimit}, and oversubscription when {@code deviceMemoryScaling > 1}),
-   * over HAMi's node defaults; the node agent adds its own hook path and device specs.
+   * gpuCorePolicy}, {@code disableCoreLimit}, {@code disableControlNamespaces}, and oversubscription when
+   * {@code deviceMemoryScaling > 1}), over HAMi's node defaults; the node agent adds its own hook path and
+   * device specs.
    *
    * @throws IllegalArgumentException when {@code libCudaLogLevel} is not a digit 0-9 or empty
    */
@@ -115,7 +124,8 @@ public record DeviceConfig(
         .withLibCudaLogLevel(libCudaLogLevel)
         .withGpuCorePolicy(gpuCorePolicy)
         .withDisableCoreLimit(disableCoreLimit)
-        .withMemoryOversubscribed(deviceMemoryScaling > 1);
+        .withMemoryOversubscribed(deviceMemoryScaling > 1)
+        .withDisableControlNamespaces(disableControlNamespaces);
   }
 
   /** The engine configuration: schema and default policies. */
@@ -151,6 +161,7 @@ public record DeviceConfig(
     private boolean enableNumaTopology;
     private String nodeSchedulerPolicy = "binpack";
     private String gpuSchedulerPolicy = "spread";
+    private Set<String> disableControlNamespaces = Set.of();
 
     private Builder() {}
 
@@ -177,6 +188,7 @@ public record DeviceConfig(
       enableNumaTopology = c.enableNumaTopology;
       nodeSchedulerPolicy = c.nodeSchedulerPolicy;
       gpuSchedulerPolicy = c.gpuSchedulerPolicy;
+      disableControlNamespaces = c.disableControlNamespaces;
     }
 
     /** Sets {@code resourceCountName}. */
@@ -311,6 +323,12 @@ public record DeviceConfig(
       return this;
     }
 
+    /** Sets {@code disableControlNamespaces}. */
+    public Builder disableControlNamespaces(Set<String> v) {
+      disableControlNamespaces = v;
+      return this;
+    }
+
     /**
      * Builds the configuration.
      *
@@ -339,7 +357,8 @@ public record DeviceConfig(
           libCudaLogLevel,
           enableNumaTopology,
           nodeSchedulerPolicy,
-          gpuSchedulerPolicy);
+          gpuSchedulerPolicy,
+          disableControlNamespaces);
     }
   }
 }

@@ -11,6 +11,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.regex.Pattern;
 
 /**
@@ -18,7 +19,8 @@ import java.util.regex.Pattern;
  * HAMi's {@code nvidia} section plus {@code nodeSchedulerPolicy} and {@code gpuSchedulerPolicy}), and
  * HAMi's {@code device-config.yaml} file, whose {@code nvidia} section is read and whose other vendors'
  * sections are ignored. Unknown keys and values of the wrong type are {@link InputException}s naming
- * the key, the value and the position.
+ * the key, the value and the position. One key is vgpu's own: {@code disableControlNamespaces}, a list
+ * of namespaces whose containers run without enforcement.
  */
 public final class DeviceConfigReader {
   /** The keys a configuration mapping may hold. */
@@ -45,7 +47,8 @@ public final class DeviceConfigReader {
           "libCudaLogLevel",
           "enableNumaTopology",
           "nodeSchedulerPolicy",
-          "gpuSchedulerPolicy");
+          "gpuSchedulerPolicy",
+          "disableControlNamespaces");
 
   /** Top-level sections of HAMi's device-config file besides {@code nvidia}; vgpu ignores them. */
   private static final List<String> OTHER_VENDOR_SECTIONS =
@@ -54,6 +57,8 @@ public final class DeviceConfigReader {
   private static final Set<String> DEVICE_POLICY_TOKENS = Set.of("binpack", "spread", "mutex", "numa", "topology-aware");
   private static final Set<String> CORE_POLICIES = Set.of("default", "force", "disable");
   private static final Pattern MIG_PROFILE = Pattern.compile("\\d+g\\.\\S+");
+  /** A Kubernetes namespace name (RFC 1123 label). */
+  private static final Pattern NAMESPACE = Pattern.compile("[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?");
 
   private final Set<String> placementPolicies;
 
@@ -115,6 +120,7 @@ public final class DeviceConfigReader {
         case "enableNumaTopology" -> b.enableNumaTopology(v.asScalar(f).asBoolean(f));
         case "nodeSchedulerPolicy" -> b.nodeSchedulerPolicy(oneOf(v, f, Set.of("binpack", "spread")));
         case "gpuSchedulerPolicy" -> b.gpuSchedulerPolicy(devicePolicy(v, f));
+        case "disableControlNamespaces" -> b.disableControlNamespaces(namespaces(v, f));
         default -> throw new IllegalStateException("key " + e.key() + " is listed in KEYS but not read");
       }
     }
@@ -197,6 +203,21 @@ public final class DeviceConfigReader {
         }
       }
       out.add(new MigProfileAllowance(models, profiles));
+    }
+    return out;
+  }
+
+  private static Set<String> namespaces(YamlNode node, String field) {
+    if (node instanceof YamlScalar s && s.kind() == YamlScalar.Kind.NULL) {
+      return Set.of();
+    }
+    Set<String> out = new TreeSet<>();
+    for (YamlNode item : node.asList(field).items()) {
+      String name = item.asScalar(field).asString(field);
+      if (!NAMESPACE.matcher(name).matches()) {
+        throw new InputException(item.position(), field + ": '" + name + "' is not a namespace name");
+      }
+      out.add(name);
     }
     return out;
   }

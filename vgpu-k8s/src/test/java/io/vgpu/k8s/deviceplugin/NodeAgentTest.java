@@ -108,8 +108,12 @@ class NodeAgentTest {
           continue;
         }
         List<String> ids = Collections.nCopies(container.devices().size(), "any");
-        Map<String, String> env = kubelet.allocate(ids).getContainerResponses(0).getEnvsMap();
+        var response = kubelet.allocate(ids).getContainerResponses(0);
+        Map<String, String> env = response.getEnvsMap();
         assertThat(new java.util.TreeMap<>(env)).as(outcome.pod() + "/" + container.name()).isEqualTo(new java.util.TreeMap<>(container.env()));
+        // two-containers/b sets CUDA_DISABLE_CONTROL=true in its spec: a pod cannot switch its limits off
+        assertThat(response.getMountsList()).as(outcome.pod() + "/" + container.name() + " is preloaded")
+            .anyMatch(m -> m.getContainerPath().equals("/etc/ld.so.preload") && m.getReadOnly());
         compared++;
       }
       Map<String, String> after = client.pods().inNamespace(outcome.pod().namespace()).withName(outcome.pod().name()).get().getMetadata().getAnnotations();
