@@ -89,17 +89,26 @@ static int newcomer(const char *mode) {
     return 0;
 }
 
+/* The primary context, then eighths/8 of the memory the limit leaves (*room) held, and the region
+ * mapped as the hostile process maps it. */
+static int hold_eighths(struct holdings *held, unsigned eighths, size_t *room, struct vgpu_region **region) {
+    CUcontext context;
+    if (setup_primary_context(&context)) return 1;
+    size_t total = 0;
+    if (memory_info(room, &total)) return 1;
+    if (hold(held, *room / 8 * eighths)) return 1;
+    *region = map_region_writable();
+    EXPECT(*region != NULL, "region maps");
+    return 0;
+}
+
 /* Zeroes the whole file: magic, version, counters, limits. A corrupt region fails closed. */
 int check_region_rewrite_whole(int argc, char **argv) {
     (void)argc, (void)argv;
-    CUcontext context;
-    if (setup_primary_context(&context)) return 1;
-    size_t room = 0, total = 0;
-    if (memory_info(&room, &total)) return 1;
+    size_t room = 0;
     struct holdings held = {0};
-    if (hold(&held, room / 2)) return 1;
-    struct vgpu_region *region = map_region_writable();
-    EXPECT(region != NULL, "region maps");
+    struct vgpu_region *region = NULL;
+    if (hold_eighths(&held, 4, &room, &region)) return 1;
     memset(region, 0, sizeof *region);
     struct log_capture log;
     if (log_capture_begin(&log, "whole")) return 1;
@@ -123,14 +132,10 @@ int check_region_rewrite_whole(int argc, char **argv) {
 /* Zeroes the usage words (device and every slot): the process must not go past its limit. */
 int check_region_rewrite_used(int argc, char **argv) {
     (void)argc, (void)argv;
-    CUcontext context;
-    if (setup_primary_context(&context)) return 1;
-    size_t room = 0, total = 0;
-    if (memory_info(&room, &total)) return 1;
+    size_t room = 0;
     struct holdings held = {0};
-    if (hold(&held, room - room / 8)) return 1;
-    struct vgpu_region *region = map_region_writable();
-    EXPECT(region != NULL, "region maps");
+    struct vgpu_region *region = NULL;
+    if (hold_eighths(&held, 7, &room, &region)) return 1;
     for (int d = 0; d < VGPU_REGION_DEVICES; d++) {
         atomic_store(&region->devices[d].memory_used, 0);
         for (int s = 0; s < VGPU_REGION_SLOTS; s++) atomic_store(&region->slots[s].devices[d].memory_used, 0);
