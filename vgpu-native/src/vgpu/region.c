@@ -49,7 +49,7 @@ static bool reset_file(int fd, const char *path) {
     return true;
 }
 
-/* The first 48 bytes of every header of this layout. */
+/* The first 48 bytes of every header of this layout, as six words to compare. */
 struct header_prefix {
     uint64_t magic;
     uint32_t version, header_size, device_count, device_size, slot_count, slot_size;
@@ -57,19 +57,20 @@ struct header_prefix {
 };
 _Static_assert(sizeof(struct header_prefix) == offsetof(struct vgpu_region_header, created_unix_ns), "header prefix");
 
-static const struct header_prefix EXPECTED_PREFIX = {
-    VGPU_REGION_MAGIC, VGPU_REGION_VERSION, sizeof(struct vgpu_region_header), VGPU_REGION_DEVICES,
-    sizeof(struct vgpu_region_device), VGPU_REGION_SLOTS, sizeof(struct vgpu_region_slot),
-    offsetof(struct vgpu_region, devices), offsetof(struct vgpu_region, slots)};
+static const union {
+    struct header_prefix fields;
+    uint64_t words[6];
+} EXPECTED_PREFIX = {.fields = {VGPU_REGION_MAGIC, VGPU_REGION_VERSION, sizeof(struct vgpu_region_header),
+                                VGPU_REGION_DEVICES, sizeof(struct vgpu_region_device), VGPU_REGION_SLOTS,
+                                sizeof(struct vgpu_region_slot), offsetof(struct vgpu_region, devices),
+                                offsetof(struct vgpu_region, slots)}};
 
 bool vgpu_region_intact(const struct vgpu_region *region) {
-    /* Six word compares; volatile: another process may be rewriting the words while they are read. */
-    const volatile uint64_t *words = (const volatile uint64_t *)(const void *)&region->header;
-    uint64_t expected[6];
-    memcpy(expected, &EXPECTED_PREFIX, sizeof expected);
-    for (int i = 0; i < 6; i++)
-        if (words[i] != expected[i]) return false;
-    return true;
+    /* On every allocation: six loads from one read-only cache line, no branch until the end. */
+    const uint64_t *words = (const uint64_t *)(const void *)&region->header;
+    const uint64_t *expected = EXPECTED_PREFIX.words;
+    return ((words[0] ^ expected[0]) | (words[1] ^ expected[1]) | (words[2] ^ expected[2]) | (words[3] ^ expected[3]) |
+            (words[4] ^ expected[4]) | (words[5] ^ expected[5])) == 0;
 }
 
 /* Whole-file open-file-description locks: a read lock per attached process, a write lock to

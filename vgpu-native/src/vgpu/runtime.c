@@ -38,13 +38,12 @@ static void leave_region(void) {
 
 static void install_process_hooks(void) { atexit(leave_region); }
 
-struct vgpu_region_slot *vgpu_own_slot(void) {
-    struct vgpu_region_slot *slot = atomic_load_explicit(&runtime.slot, memory_order_acquire);
-    if (__builtin_expect(slot != NULL, 1) || runtime.region == NULL) return slot;
-    /* A forked child: the parent's slot is the parent's. */
+/* A forked child: the parent's slot is the parent's. */
+struct vgpu_region_slot *vgpu_claim_own_slot(void) {
+    if (runtime.region == NULL) return NULL;
     static _Atomic int reported;
     pthread_mutex_lock(&start_lock);
-    slot = atomic_load(&runtime.slot);
+    struct vgpu_region_slot *slot = atomic_load(&runtime.slot);
     if (slot == NULL) {
         slot = vgpu_region_claim_slot(runtime.region);
         atomic_store_explicit(&runtime.slot, slot, memory_order_release);

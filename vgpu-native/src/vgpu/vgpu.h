@@ -128,7 +128,11 @@ static inline bool vgpu_ordinal_limited(int ordinal) { return ordinal >= 0 && or
 struct vgpu_region *vgpu_runtime_region(void);
 /* This process's slot in the region; a forked child claims its own on first use (and restarts the
  * housekeeping thread). NULL if no slot is free, after logging once. */
-struct vgpu_region_slot *vgpu_own_slot(void);
+struct vgpu_region_slot *vgpu_claim_own_slot(void);
+static inline struct vgpu_region_slot *vgpu_own_slot(void) {
+    struct vgpu_region_slot *slot = atomic_load_explicit(&runtime.slot, memory_order_acquire);
+    return __builtin_expect(slot != NULL, 1) ? slot : vgpu_claim_own_slot();
+}
 /* The fork handler (installed by the first vgpu_once): resets every lock, once-only state and the
  * parent's bookkeeping in the child, which keeps enforcing the same limits from a slot of its own. */
 void vgpu_after_fork_in_child(void);
