@@ -21,6 +21,9 @@ dlsym_function vgpu_real_dlsym_function(void) {
     static const char *const versions[] = {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17"};
     for (unsigned i = 0; i < sizeof versions / sizeof versions[0] && found == NULL; i++)
         found = (dlsym_function)dlvsym(RTLD_NEXT, "dlsym", versions[i]);
+    static _Atomic int reported;
+    if (found == NULL && !atomic_exchange(&reported, 1))
+        LOG_ERROR("glibc's dlsym not found under any version libvgpu knows; every dlsym returns NULL");
     atomic_store_explicit(&real_dlsym_function, found, memory_order_release);
     return found;
 }
