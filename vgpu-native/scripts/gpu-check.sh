@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs libvgpu.so against a REAL NVIDIA driver and GPU and prints a results table:
 #   - the conformance programs that do not depend on the mock (limits, meminfo, allocation paths,
-#     multi-process race, SIGKILL reclaim, dlopen+dlsym, limits file, malformed limits);
+#     multi-process race, SIGKILL reclaim, dlopen+dlsym, limits file, malformed limits, incomplete limits
+#     files, rewrites of the shared region);
 #   - compute-limit accuracy: a compute-bound PTX kernel's throughput at CUDA_DEVICE_SM_LIMIT=25/50
 #     against an unlimited run (target: share +-5 points);
 #   - PyTorch: torch.cuda.mem_get_info shows the limit, allocating past it raises OutOfMemoryError,
@@ -82,7 +83,8 @@ run_env() {
 # ---- conformance programs against the real driver -----------------------------------------------
 P="LD_PRELOAD=$LIBVGPU"
 for check in over-limit-oom exact-boundary meminfo-reports-limit null-outputs allocation-apis-counted free-paths \
-    usage-above-limit-no-underflow race-4x8 sigkill-reclaim dlopen-dlsym-enforced malformed-limit-fails-cuinit; do
+    usage-above-limit-no-underflow race-4x8 sigkill-reclaim dlopen-dlsym-enforced malformed-limit-fails-cuinit \
+    region-rewrite-whole-file region-rewrite-used-words region-rewrite-limit-words; do
     limit=$LIMIT_BYTES
     [ "$check" = race-4x8 ] && limit=$((2 << 30)) # 32 threads must run into it
     if run_env "$check" "$P" "CUDA_DEVICE_MEMORY_LIMIT=$limit" -- "$BIN" "$check" >"$WORK/$check.log" 2>&1; then
@@ -91,8 +93,14 @@ for check in over-limit-oom exact-boundary meminfo-reports-limit null-outputs al
         row "$check" FAIL "$(grep -E 'expected|returned' "$WORK/$check.log" | head -1 | sed 's/^ *//')"
     fi
 done
+if run_env limits-file-refused "$P" CUDA_DEVICE_MEMORY_LIMIT=8g -- "$BIN" limits-file-refused named \
+    >"$WORK/limits-file-refused.log" 2>&1; then
+    row limits-file-refused PASS "a directory, empty, cut short or unreadable limits file fails cuInit"
+else
+    row limits-file-refused FAIL "$(grep expected "$WORK/limits-file-refused.log" | head -1 | sed 's/^ *//')"
+fi
 mkdir -p "$WORK/limits-file"
-printf 'CUDA_DEVICE_MEMORY_LIMIT=1g\nCUDA_DEVICE_MEMORY_SHARED_CACHE=%s/limits-file/file-region\n' "$WORK" >"$WORK/limits-file/limits"
+printf 'CUDA_DEVICE_MEMORY_LIMIT=1g\nCUDA_DEVICE_MEMORY_SHARED_CACHE=%s/limits-file/file-region\nEND\n' "$WORK" >"$WORK/limits-file/limits"
 if run_env limits-file "$P" "VGPU_LIMITS_FILE=$WORK/limits-file/limits" CUDA_DEVICE_MEMORY_LIMIT=8g CUDA_DISABLE_CONTROL=true \
     -- "$BIN" limits-file $((1 << 30)) >"$WORK/limits-file.log" 2>&1; then
     row limits-file-beats-env PASS "1 GiB from the file, 8 GiB in the environment"

@@ -16,7 +16,7 @@ BIN=$TESTS/vgpu-conformance
 LIBVGPU=$NATIVE/libvgpu.so
 CC=${CC:-cc}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-conformance.XXXXXX")
-trap '[ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"; rm -f "$TESTS/etc-vgpu-limits"' EXIT
+trap '[ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"; rm -rf "$TESTS/etc-vgpu-limits"' EXIT
 
 passed=0
 failed=0
@@ -177,13 +177,13 @@ check dlopen-dlsym-enforced "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" dlopen-dl
 check rtld-next-preserved "LD_PRELOAD=$LIBVGPU $TESTS/libvgpu-shim-a.so $TESTS/libvgpu-shim-b.so" -- "$BIN" rtld-next-preserved
 
 mkdir -p "$WORK/limits-file-beats-env"
-printf '# limits of this container\nCUDA_DEVICE_MEMORY_LIMIT = 512m\n\nCUDA_DEVICE_MEMORY_SHARED_CACHE=%s\n' \
+printf '# limits of this container\nCUDA_DEVICE_MEMORY_LIMIT = 512m\n\nCUDA_DEVICE_MEMORY_SHARED_CACHE=%s\nEND\n' \
     "$WORK/limits-file-beats-env/file-region" >"$WORK/limits-file-beats-env/limits"
 check limits-file-beats-env "$P" "VGPU_LIMITS_FILE=$WORK/limits-file-beats-env/limits" CUDA_DEVICE_MEMORY_LIMIT=4g \
     CUDA_DISABLE_CONTROL=true -- "$BIN" limits-file 536870912
 # libvgpu-syslimits.so is libvgpu.so built with its fixed path (/etc/vgpu/limits) moved to
 # $TESTS/etc-vgpu-limits: when that file exists, VGPU_LIMITS_FILE and the environment cannot override it.
-printf 'CUDA_DEVICE_MEMORY_LIMIT=256m\n' >"$TESTS/etc-vgpu-limits"
+printf 'CUDA_DEVICE_MEMORY_LIMIT=256m\nEND\n' >"$TESTS/etc-vgpu-limits"
 check system-limits-file-wins "LD_PRELOAD=$TESTS/libvgpu-syslimits.so" \
     "VGPU_LIMITS_FILE=$WORK/limits-file-beats-env/limits" CUDA_DEVICE_MEMORY_LIMIT=4g -- "$BIN" limits-file 268435456
 rm -f "$TESTS/etc-vgpu-limits"
@@ -192,10 +192,37 @@ rm -f "$TESTS/etc-vgpu-limits"
 mkdir -p "$WORK/limits-file-without-env"
 printf '%s\n' CUDA_DEVICE_MEMORY_LIMIT_0=1024m CUDA_DEVICE_MEMORY_LIMIT_1=2048m CUDA_DEVICE_SM_LIMIT=30 \
     CUDA_DEVICE_SM_LIMIT_1=60 "CUDA_DEVICE_MEMORY_SHARED_CACHE=$WORK/limits-file-without-env/file-region" \
-    CUDA_TASK_PRIORITY=3 GPU_CORE_UTILIZATION_POLICY=force >"$WORK/limits-file-without-env/limits"
+    CUDA_TASK_PRIORITY=3 GPU_CORE_UTILIZATION_POLICY=force END >"$WORK/limits-file-without-env/limits"
 check limits-file-without-env "$P" VGPU_MOCK_CONFIG=A100-SXM4-40GB:2 \
     "VGPU_LIMITS_FILE=$WORK/limits-file-without-env/limits" -- "$BIN" limits-file-without-env \
     "$WORK/limits-file-without-env/file-region" 1073741824,2147483648 30,60 3 force
+
+# Limits files that are not complete (a directory, empty, cut short, unreadable) fail cuInit; the
+# environment's 4g must never stand in for them.
+check limits-file-refused "$P" CUDA_DEVICE_MEMORY_LIMIT=4g -- "$BIN" limits-file-refused named
+mkdir -p "$TESTS/etc-vgpu-limits"
+check system-limits-file-refused "LD_PRELOAD=$TESTS/libvgpu-syslimits.so" CUDA_DEVICE_MEMORY_LIMIT=4g -- \
+    "$BIN" limits-file-refused "$TESTS/etc-vgpu-limits"
+rmdir "$TESTS/etc-vgpu-limits"
+
+# ---- what a process of the container can write ----------------------------------------------------
+
+check region-rewrite-whole-file "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" region-rewrite-whole-file
+check region-rewrite-used-words "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" region-rewrite-used-words
+check region-rewrite-limit-words "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" region-rewrite-limit-words
+check region-rewrite-compute-switch "$P" CUDA_DEVICE_MEMORY_LIMIT=1g CUDA_DEVICE_SM_LIMIT=20 -- \
+    "$BIN" region-rewrite-compute-switch
+
+# ---- never a crash, never silently off ------------------------------------------------------------
+
+check partial-nvml "$P" "LD_LIBRARY_PATH=$TESTS/partial-nvml:$NATIVE" CUDA_DEVICE_MEMORY_LIMIT=1g CUDA_DEVICE_SM_LIMIT=50 \
+    GPU_CORE_UTILIZATION_POLICY=force -- "$BIN" partial-nvml
+mkdir -p "$WORK/fork-while-locked"
+printf '%s\n' CUDA_DEVICE_MEMORY_LIMIT=1g "CUDA_DEVICE_MEMORY_SHARED_CACHE=$WORK/fork-while-locked/file-region" END \
+    >"$WORK/fork-while-locked/limits"
+check fork-while-locked "LD_PRELOAD=$LIBVGPU $TESTS/libvgpu-shim-fork.so" \
+    "VGPU_LIMITS_FILE=$WORK/fork-while-locked/limits" -- "$BIN" fork-while-locked 1073741824
+check glibc-2.17-symbols -- "$(dirname "$0")/../scripts/check-glibc-versions.sh" "$LIBVGPU" 2.17
 
 check malformed-limit-fails-cuinit "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" malformed-limit-fails-cuinit
 check region-unavailable-no-exit "$P" CUDA_DEVICE_MEMORY_LIMIT=1g \

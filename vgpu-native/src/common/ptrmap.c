@@ -99,3 +99,11 @@ void vgpu_ptrmap_each(const struct vgpu_ptrmap *map, void (*visit)(uint64_t key,
               map->values[i], context);
     }
 }
+
+void vgpu_ptrmap_clear(struct vgpu_ptrmap *map, void (*release)(void *value)) {
+    for (size_t i = 0; i < map->capacity; i++)
+        if (map->keys[i] != EMPTY_KEY && map->keys[i] != TOMBSTONE_KEY) release(map->values[i]);
+    free(map->keys);
+    free(map->values);
+    *map = (struct vgpu_ptrmap){0};
+}

@@ -18,6 +18,8 @@ struct vgpu_ptrmap {
 bool vgpu_ptrmap_put(struct vgpu_ptrmap *map, uint64_t key, void *value); /* false: out of host memory */
 void *vgpu_ptrmap_get(const struct vgpu_ptrmap *map, uint64_t key);
 void *vgpu_ptrmap_remove(struct vgpu_ptrmap *map, uint64_t key);       /* returns the removed value or NULL */
+/* Empties the map, passing each value to release, and frees its storage. */
+void vgpu_ptrmap_clear(struct vgpu_ptrmap *map, void (*release)(void *value));
 /* Calls visit for each entry; visit may not modify the map. */
 void vgpu_ptrmap_each(const struct vgpu_ptrmap *map, void (*visit)(uint64_t key, void *value, void *context), void *context);
 

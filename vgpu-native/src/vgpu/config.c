@@ -1,17 +1,19 @@
 /* The limits of this container: HAMi-core's environment contract, or the read-only limits file that
- * overrides it. A value that cannot be read is an error, never "no limit". */
+ * overrides it. A value that cannot be read is an error, never "no limit"; so is a limits file that is
+ * not complete: the node agent writes END as its last line, and a file without it (empty, cut short, a
+ * directory, unreadable) names its path in the error. */
 #include <errno.h>
-#include <pthread.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/log.h"
 #include "common/parse.h"
+#include "vgpu/locks.h"
 #include "vgpu/vgpu.h"
 
 #ifndef VGPU_SYSTEM_LIMITS_FILE
@@ -27,6 +29,8 @@ static const char *const PLAIN_KEYS[] = {
 static const char *const INDEXED_KEYS[] = {"CUDA_DEVICE_MEMORY_LIMIT_", "CUDA_DEVICE_SM_LIMIT_"};
 
 #define MAX_SETTINGS 64
+#define MAX_LIMITS_FILE 65536
+#define END_LINE "END"
 
 struct setting {
     char key[64];
@@ -101,34 +105,69 @@ static bool read_environment(struct settings *settings) {
     return true;
 }
 
-/* KEY=VALUE per line; '#' comments and blank lines ignored; every key must belong to the contract. */
-static bool read_limits_file(const char *path, struct settings *settings) {
-    snprintf(settings->origin, sizeof settings->origin, "limits file %s", path);
-    FILE *file = fopen(path, "re");
-    if (file == NULL) return fail("cannot read limits file %s: %s", path, strerror(errno));
-    char line[1024];
-    int number = 0;
-    bool ok = true;
-    while (ok && fgets(line, sizeof line, file) != NULL) {
-        number++;
-        char *text = vgpu_trim(line);
-        if (*text == '\0' || *text == '#') continue;
-        char *equals = strchr(text, '=');
-        if (equals == NULL) {
-            ok = fail("limits file %s line %d is not KEY=VALUE: \"%.80s\"", path, number, text);
-            break;
-        }
-        *equals = '\0';
-        char *key = vgpu_trim(text), *value = vgpu_trim(equals + 1);
-        if (!is_contract_key(key)) {
-            ok = fail("limits file %s line %d: unknown key %.64s", path, number, key);
-            break;
-        }
-        ok = add_setting(settings, key, strlen(key), value);
+/* The whole file into text (NUL-terminated); false with the error set. Reading, not stat-ing, is what
+ * tells a directory (EISDIR) or a FIFO (empty) from a file. */
+static bool read_whole(const char *path, int fd, char *text, size_t size) {
+    size_t length = 0;
+    for (;;) {
+        ssize_t got = read(fd, text + length, size - 1 - length);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) return fail("cannot read limits file %s: %s", path, strerror(errno));
+        if (got == 0) break;
+        length += (size_t)got;
+        if (length == size - 1) return fail("limits file %s is larger than %zu bytes", path, size - 2);
     }
-    fclose(file);
-    return ok;
+    text[length] = '\0';
+    if (length == 0) return fail("limits file %s is empty", path);
+    if (strlen(text) != length) return fail("limits file %s is not text (it holds a NUL byte)", path);
+    return true;
 }
+
+/* Complete: the last line is exactly END, with its newline. Returns where END starts. */
+static char *end_line(const char *path, char *text) {
+    size_t length = strlen(text), end = sizeof END_LINE; /* "END\n" */
+    if (text[length - 1] != '\n') {
+        fail("limits file %s is incomplete: its last line has no newline (cut short?)", path);
+        return NULL;
+    }
+    if (length < end || strcmp(text + length - end, END_LINE "\n") != 0 || (length > end && text[length - end - 1] != '\n')) {
+        fail("limits file %s is incomplete: its last line is not " END_LINE " (the node agent writes it last)", path);
+        return NULL;
+    }
+    return text + length - end;
+}
+
+/* KEY=VALUE per line; '#' comments and blank lines ignored; every key must belong to the contract; the
+ * last line END. */
+static bool read_limits_file(const char *path, int fd, struct settings *settings) {
+    static char text[MAX_LIMITS_FILE + 2]; /* loaded once, under the configuration's once */
+    snprintf(settings->origin, sizeof settings->origin, "limits file %s", path);
+    if (!read_whole(path, fd, text, sizeof text)) return false;
+    char *end = end_line(path, text);
+    if (end == NULL) return false;
+    *end = '\0';
+    int number = 0;
+    char *save = NULL;
+    for (char *line = text; line != NULL && *line != '\0'; line = save) {
+        save = strchr(line, '\n');
+        if (save != NULL) *save++ = '\0';
+        number++;
+        char *trimmed = vgpu_trim(line);
+        if (*trimmed == '\0' || *trimmed == '#') continue;
+        if (strcmp(trimmed, END_LINE) == 0) return fail("limits file %s line %d: " END_LINE " before the last line", path, number);
+        char *equals = strchr(trimmed, '=');
+        if (equals == NULL) return fail("limits file %s line %d is not KEY=VALUE: \"%.80s\"", path, number, trimmed);
+        *equals = '\0';
+        char *key = vgpu_trim(trimmed), *value = vgpu_trim(equals + 1);
+        if (!is_contract_key(key)) return fail("limits file %s line %d: unknown key %.64s", path, number, key);
+        if (!add_setting(settings, key, strlen(key), value)) return false;
+    }
+    return true;
+}
+
+/* Opens a limits file; -1 with errno set. Non-blocking, so that a FIFO reads as empty instead of
+ * waiting for a writer. */
+static int open_limits_file(const char *path) { return open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK); }
 
 static bool parse_index(const char *key, const char *prefix, int *index) {
     uint64_t value = 0;
@@ -224,7 +263,26 @@ static void note_ignored_environment(const char *file) {
 
 static struct vgpu_config loaded;
 static const struct vgpu_config *result;
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+VGPU_ONCE(load_once);
+
+/* The limits file to read, open in *fd: the system file if it exists at all, else VGPU_LIMITS_FILE if
+ * set; NULL for neither (the environment then). false with the error set when the file chosen cannot be
+ * opened: an unreadable file is an error, never a reason to fall back. */
+static bool choose_file(const char **file, int *fd) {
+    *file = NULL;
+    *fd = open_limits_file(VGPU_SYSTEM_LIMITS_FILE);
+    if (*fd >= 0 || errno != ENOENT) {
+        /* The system file wins: inside a vgpu container neither the environment nor VGPU_LIMITS_FILE can
+         * redirect or lift limits. */
+        *file = VGPU_SYSTEM_LIMITS_FILE;
+    } else {
+        const char *named = getenv("VGPU_LIMITS_FILE");
+        if (named == NULL || *named == '\0') return true;
+        *file = named;
+        *fd = open_limits_file(named);
+    }
+    return *fd >= 0 || fail("cannot read limits file %s: %s", *file, strerror(errno));
+}
 
 static void load(void) {
     static struct settings settings; /* large; loaded once */
@@ -232,17 +290,11 @@ static void load(void) {
     struct vgpu_config *config = &loaded;
     memset(config, 0, sizeof *config);
     snprintf(config->region_path, sizeof config->region_path, "/tmp/vgpu-region-%u.shr", (unsigned)getuid());
-    /* The system file wins: inside a vgpu container neither the environment nor VGPU_LIMITS_FILE can
-     * redirect or lift limits. An unreadable file is an error, not a reason to fall back. */
     const char *file = NULL;
-    struct stat info;
-    if (stat(VGPU_SYSTEM_LIMITS_FILE, &info) == 0 || errno != ENOENT) {
-        file = VGPU_SYSTEM_LIMITS_FILE;
-    } else {
-        const char *named = getenv("VGPU_LIMITS_FILE");
-        if (named != NULL && *named != '\0') file = named;
-    }
-    bool ok = file != NULL ? read_limits_file(file, &settings) : read_environment(&settings);
+    int fd = -1;
+    bool ok = choose_file(&file, &fd);
+    if (ok) ok = file != NULL ? read_limits_file(file, fd, &settings) : read_environment(&settings);
+    if (fd >= 0) close(fd);
     if (ok) {
         snprintf(config->source, sizeof config->source, "%s", settings.origin);
         ok = build(&settings, config);
@@ -254,7 +306,7 @@ static void load(void) {
 }
 
 const struct vgpu_config *vgpu_config_get(void) {
-    pthread_once(&load_once, load);
+    vgpu_once(&load_once, load);
     return result;
 }
 

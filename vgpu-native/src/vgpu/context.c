@@ -14,6 +14,7 @@
 
 #include "common/log.h"
 #include "common/ptrmap.h"
+#include "vgpu/locks.h"
 #include "vgpu/vgpu.h"
 
 #define MAX_LISTED_PROCESSES 128
@@ -31,6 +32,7 @@ struct process_list {
 struct probe {
     bool usable;
     bool locked;
+    bool measured; /* false: NVML could not see the device, the estimate stands */
     nvmlDevice_t handle;
     struct process_list before;
     unsigned long long device_used_before;
@@ -41,19 +43,19 @@ struct context_record {
     uint64_t bytes;
 };
 
-static pthread_mutex_t contexts_lock = PTHREAD_MUTEX_INITIALIZER;
+VGPU_MUTEX(contexts_lock);
 static struct vgpu_ptrmap contexts; /* created CUcontext -> struct context_record */
 
 static struct {
     CUcontext handle;
     uint64_t charged; /* context memory booked while the primary context is active */
 } primaries[VGPU_MAX_DEVICES];
-static pthread_mutex_t primary_lock = PTHREAD_MUTEX_INITIALIZER;
+VGPU_MUTEX(primary_lock);
 
+/* CUDA contexts do not survive fork: the parent's are not the child's to release. */
 void vgpu_context_after_fork(void) {
     memset(primaries, 0, sizeof primaries);
-    pthread_mutex_init(&primary_lock, NULL);
-    pthread_mutex_init(&contexts_lock, NULL);
+    vgpu_ptrmap_clear(&contexts, free);
 }
 
 /* ---- measuring a new context --------------------------------------------------------------- */
@@ -113,7 +115,7 @@ static void probe_abandon(struct probe *probe) {
 }
 
 static unsigned host_pid(void) {
-    int32_t known = atomic_load(&runtime.slot->host_pid);
+    int32_t known = atomic_load(&runtime.host_pid);
     return known > 0 ? (unsigned)known : (unsigned)getpid();
 }
 
@@ -137,12 +139,14 @@ static uint64_t probe_end(struct probe *probe) {
         if (now != NULL) {
             unsigned long long previous = then != NULL ? then->usedGpuMemory : 0;
             bytes = now->usedGpuMemory > previous ? now->usedGpuMemory - previous : 0;
+            probe->measured = true;
             goto done;
         }
     }
-    if (probe->handle != NULL) {
+    if (probe->handle != NULL && real.nvmlDeviceGetMemoryInfo != NULL) {
         unsigned long long used = device_used(probe->handle);
         bytes = used > probe->device_used_before ? used - probe->device_used_before : 0;
+        probe->measured = true;
     }
 done:
     probe_abandon(probe);
@@ -155,23 +159,23 @@ done:
 }
 
 static void charge_context_bytes(int ordinal, uint64_t bytes) {
-    atomic_fetch_add(&runtime.slot->devices[ordinal].context_bytes, bytes);
+    struct vgpu_region_slot *slot = vgpu_own_slot();
+    if (slot != NULL) atomic_fetch_add(&slot->devices[ordinal].context_bytes, bytes);
 }
 
 static void release_context_bytes(int ordinal, uint64_t bytes) {
     vgpu_unreserve(ordinal, bytes);
-    atomic_fetch_sub(&runtime.slot->devices[ordinal].context_bytes, bytes);
+    struct vgpu_region_slot *slot = vgpu_own_slot();
+    if (slot != NULL) atomic_fetch_sub(&slot->devices[ordinal].context_bytes, bytes);
 }
 
 /* The driver takes a context's memory before anyone can measure it, so an estimate is booked first
  * (without it, a context created while the container is at its limit would overshoot it) and settled
  * once measured. If even the estimate does not fit, nothing is booked and the measurement decides. */
 static uint64_t book_estimate(int ordinal) {
-    uint64_t estimate = atomic_load(&runtime.region->devices[ordinal].context_bytes);
-    if (estimate == 0) estimate = FIRST_CONTEXT_ESTIMATE;
-    return vgpu_region_charge(runtime.region, runtime.slot, ordinal, estimate, runtime.devices[ordinal].memory_limit)
-               ? estimate
-               : 0;
+    uint64_t estimate = atomic_load(&runtime.region->devices[ordinal].context_bytes); /* any process may write it */
+    if (estimate == 0 || estimate > MAX_CONTEXT_BYTES) estimate = FIRST_CONTEXT_ESTIMATE;
+    return vgpu_reserve_quietly(ordinal, estimate) ? estimate : 0;
 }
 
 /* Replaces the estimate by the measured bytes; false if the context does not fit the limit. */
@@ -204,6 +208,7 @@ static CUresult create_counted(int ordinal, CUcontext *pctx, context_factory cre
         return result;
     }
     uint64_t bytes = probe_end(&probe);
+    if (!probe.measured) bytes = booked;
     struct context_record *record = malloc(sizeof *record);
     if (record == NULL || !settle_booking(ordinal, booked, bytes)) {
         if (record == NULL) vgpu_unreserve(ordinal, booked);
@@ -323,8 +328,11 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
             vgpu_unreserve(dev, booked);
         } else {
             uint64_t bytes = probe_end(&probe);
+            if (!probe.measured) bytes = booked;
             if (!settle_booking(dev, booked, bytes)) {
-                (real.cuDevicePrimaryCtxRelease_v2 ? real.cuDevicePrimaryCtxRelease_v2 : real.cuDevicePrimaryCtxRelease)(dev);
+                __typeof__(real.cuDevicePrimaryCtxRelease) release =
+                    real.cuDevicePrimaryCtxRelease_v2 ? real.cuDevicePrimaryCtxRelease_v2 : real.cuDevicePrimaryCtxRelease;
+                if (release != NULL) release(dev);
                 result = CUDA_ERROR_OUT_OF_MEMORY;
             } else {
                 primaries[dev].charged = bytes;

@@ -11,6 +11,9 @@
  * integral controller in log space: it converges to u = target whatever the kernels' cost per thread.
  * The first measurement calibrates the budget directly (cost per thread / target). When u is below the
  * target while no launch waited, the program simply asks for less: the budget is held (anti-windup).
+ *
+ * This process's own samples always count, by the host pid it learnt itself: another process that
+ * rewrites the pids in the shared region can hide its own use from the others, not this one's from it.
  */
 #include <math.h>
 #include <pthread.h>
@@ -24,7 +27,6 @@
 #define TICK_NS 100000000ULL          /* controller period and measurement window */
 #define HOUSEKEEPING_NS 1000000000ULL /* reaping dead processes, last-kernel time */
 #define BURST_NS 2000000ULL           /* budget an idle process may spend at once */
-#define ALPHA 0.5
 #define BLIND_TICKS_BEFORE_FALLBACK 3
 
 struct pacer {
@@ -59,20 +61,19 @@ static void store_budget(struct pacer *pacer, double value) {
     atomic_store_explicit(&pacer->budget_bits, bits, memory_order_relaxed);
 }
 
-static bool limiting_enabled(void) {
-    switch (runtime.config->policy) {
-        case VGPU_POLICY_FORCE: return true;
-        case VGPU_POLICY_DISABLE: return false;
-        default: return atomic_load_explicit(&runtime.region->header.sm_switch, memory_order_relaxed) != 0;
-    }
-}
+/* "default" enforces like "force": no switch outside the configuration can lift a compute limit. */
+static bool limiting_enabled(void) { return runtime.config->policy != VGPU_POLICY_DISABLE; }
 
 void vgpu_set_host_pid(pid_t host_pid) {
-    atomic_store(&runtime.slot->host_pid, (int32_t)host_pid);
+    atomic_store(&runtime.host_pid, (int32_t)host_pid);
+    struct vgpu_region_slot *slot = vgpu_own_slot();
+    if (slot != NULL) atomic_store(&slot->host_pid, (int32_t)host_pid); /* for the other processes and the monitor */
     LOG_INFO("NVML knows this process as pid %d", (int)host_pid);
 }
 
 void vgpu_sm_gate(CUstream stream, uint64_t units) {
+    if (__builtin_expect(atomic_load_explicit(&runtime.slot, memory_order_relaxed) == NULL, 0))
+        vgpu_own_slot(); /* a forked child: its own slot, and a housekeeping thread to steer the budget */
     int ordinal = 0;
     if (vgpu_stream_ordinal(stream, &ordinal) != CUDA_SUCCESS || !vgpu_ordinal_limited(ordinal) ||
         runtime.devices[ordinal].sm_limit == 0 || !limiting_enabled())
@@ -100,34 +101,49 @@ void vgpu_sm_gate(CUstream stream, uint64_t units) {
 
 /* Utilization (0..1) of the container's processes on the device since last_wall_us, or -1 when NVML
  * has nothing to say about them. */
-static double container_utilization(struct controller_state *state, struct vgpu_region *region, int ordinal,
-                                    uint64_t *own_permille) {
+static bool pid_of_container(const struct vgpu_region *region, unsigned pid) {
+    for (int s = 0; s < VGPU_REGION_SLOTS; s++) {
+        const struct vgpu_region_slot *slot = &region->slots[s];
+        if (atomic_load_explicit(&slot->state, memory_order_acquire) != VGPU_SLOT_ACTIVE) continue;
+        int32_t host = atomic_load(&slot->host_pid);
+        if ((host > 0 ? (unsigned)host : (unsigned)slot->pid) == pid) return true;
+    }
+    return false;
+}
+
+static double container_utilization(struct controller_state *state, struct vgpu_region *region, uint64_t *own_permille) {
+    if (real.nvmlDeviceGetProcessUtilization == NULL) return -1;
     nvmlProcessUtilizationSample_t samples[128];
     unsigned count = 128;
     nvmlReturn_t result = real.nvmlDeviceGetProcessUtilization(state->handle, samples, &count, state->last_wall_us);
     if (result == NVML_ERROR_NOT_FOUND) return 0; /* no process used the device in the window */
     if (result != NVML_SUCCESS) return -1;
     unsigned total = 0, matched = 0;
-    pid_t self_host = atomic_load(&runtime.slot->host_pid) > 0 ? atomic_load(&runtime.slot->host_pid) : getpid();
-    for (int s = 0; s < VGPU_REGION_SLOTS; s++) {
-        const struct vgpu_region_slot *slot = &region->slots[s];
-        if (atomic_load_explicit(&slot->state, memory_order_acquire) != VGPU_SLOT_ACTIVE) continue;
-        int32_t host = atomic_load(&slot->host_pid);
-        unsigned pid = host > 0 ? (unsigned)host : (unsigned)slot->pid;
-        for (unsigned i = 0; i < count; i++) {
-            if (samples[i].pid != pid) continue;
-            total += samples[i].smUtil;
-            matched++;
-            if ((pid_t)pid == self_host) *own_permille = samples[i].smUtil * 10ULL;
-        }
+    int32_t known = atomic_load(&runtime.host_pid);
+    unsigned self = known > 0 ? (unsigned)known : (unsigned)getpid();
+    for (unsigned i = 0; i < count && i < 128; i++) {
+        bool own = samples[i].pid == self;
+        if (!own && !pid_of_container(region, samples[i].pid)) continue;
+        total += samples[i].smUtil;
+        matched++;
+        if (own) *own_permille = samples[i].smUtil * 10ULL;
     }
-    (void)ordinal;
     return matched > 0 ? total / 100.0 : -1;
 }
 
 static double device_utilization(struct controller_state *state) {
     nvmlUtilization_t utilization;
-    return real.nvmlDeviceGetUtilizationRates(state->handle, &utilization) == NVML_SUCCESS ? utilization.gpu / 100.0 : -1;
+    return real.nvmlDeviceGetUtilizationRates != NULL &&
+                   real.nvmlDeviceGetUtilizationRates(state->handle, &utilization) == NVML_SUCCESS
+               ? utilization.gpu / 100.0
+               : -1;
+}
+
+/* One line when a device's compute limit cannot be measured, so it is not enforced: never silently. */
+static void report_unmeasurable(int ordinal, const char *why) {
+    static _Atomic uint32_t reported; /* one bit per device */
+    if (atomic_fetch_or(&reported, 1U << ordinal) & (1U << ordinal)) return;
+    LOG_ERROR("compute limit of device %d is not enforced: %s", ordinal, why);
 }
 
 static void control(int ordinal, uint64_t wall_us) {
@@ -140,13 +156,16 @@ static void control(int ordinal, uint64_t wall_us) {
     double window_ns = (double)(wall_us - state->last_wall_us) * 1000.0;
     state->units_seen = units;
     state->waits_seen = waits;
+    if (state->handle == NULL && launched > 0) report_unmeasurable(ordinal, "NVML cannot find the device");
+    if (real.nvmlDeviceGetProcessUtilization == NULL && real.nvmlDeviceGetUtilizationRates == NULL && launched > 0)
+        report_unmeasurable(ordinal, "NVML has neither nvmlDeviceGetProcessUtilization nor nvmlDeviceGetUtilizationRates");
     if (state->handle == NULL || state->last_wall_us == 0 || !limiting_enabled()) {
         state->last_wall_us = wall_us;
         return;
     }
     uint64_t own_permille = 0;
     double utilization = state->device_fallback ? device_utilization(state)
-                                                : container_utilization(state, region, ordinal, &own_permille);
+                                                : container_utilization(state, region, &own_permille);
     state->last_wall_us = wall_us;
     if (utilization < 0 && launched > 0 && !state->device_fallback && ++state->blind_ticks >= BLIND_TICKS_BEFORE_FALLBACK) {
         state->device_fallback = true;
@@ -156,7 +175,8 @@ static void control(int ordinal, uint64_t wall_us) {
     if (utilization < 0) return;
     state->blind_ticks = 0;
     atomic_store(&region->devices[ordinal].sm_util_permille, (uint32_t)(utilization * 1000.0 + 0.5));
-    atomic_store(&runtime.slot->devices[ordinal].sm_util_permille, (uint32_t)own_permille);
+    struct vgpu_region_slot *slot = vgpu_own_slot();
+    if (slot != NULL) atomic_store(&slot->devices[ordinal].sm_util_permille, (uint32_t)own_permille);
     double target = runtime.devices[ordinal].sm_limit / 100.0;
     double budget = load_budget(pacer);
     LOG_DEBUG("device %d: utilization %.3f (target %.2f), %llu threads launched, %llu waits, budget %.4g ns/thread",
@@ -168,7 +188,7 @@ static void control(int ordinal, uint64_t wall_us) {
     }
     double ratio = utilization / target;
     if (ratio > 1.0 || waited > 0) {
-        double factor = pow(ratio > 0 ? ratio : 0.01, ALPHA);
+        double factor = sqrt(ratio > 0 ? ratio : 0.01); /* (u / target)^0.5 */
         factor = factor < 0.5 ? 0.5 : factor > 2.0 ? 2.0 : factor;
         store_budget(pacer, budget * factor);
     }
@@ -178,11 +198,11 @@ static void control(int ordinal, uint64_t wall_us) {
 
 static void record_kernel_activity(uint64_t wall_ns) {
     if (!atomic_exchange_explicit(&runtime.launched, 0, memory_order_relaxed)) return;
-    for (int ordinal = 0; ordinal < runtime.device_count; ordinal++) {
-        if (atomic_load(&runtime.slot->devices[ordinal].context_bytes) == 0 &&
-            atomic_load(&runtime.slot->devices[ordinal].memory_used) == 0)
+    struct vgpu_region_slot *slot = atomic_load(&runtime.slot);
+    for (int ordinal = 0; slot != NULL && ordinal < runtime.device_count; ordinal++) {
+        if (atomic_load(&slot->devices[ordinal].context_bytes) == 0 && atomic_load(&slot->devices[ordinal].memory_used) == 0)
             continue;
-        atomic_store(&runtime.slot->devices[ordinal].last_kernel_ns, wall_ns);
+        atomic_store(&slot->devices[ordinal].last_kernel_ns, wall_ns);
         atomic_store(&runtime.region->devices[ordinal].last_kernel_ns, wall_ns);
     }
 }
@@ -198,17 +218,24 @@ static void *housekeeping(void *unused) {
             record_kernel_activity(vgpu_wall_ns());
             next_reap = now + HOUSEKEEPING_NS;
         }
-        if (atomic_load(&runtime.any_sm_limit) && vgpu_load_nvml()) {
+        bool limited = atomic_load(&runtime.any_sm_limit) != 0;
+        if (limited && vgpu_load_nvml()) {
             uint64_t wall_us = vgpu_wall_ns() / 1000;
             for (int ordinal = 0; ordinal < runtime.device_count; ordinal++)
                 if (runtime.devices[ordinal].sm_limit > 0) control(ordinal, wall_us);
             vgpu_sleep_until_ns(now + TICK_NS);
         } else {
+            for (int ordinal = 0; limited && ordinal < runtime.device_count; ordinal++)
+                if (runtime.devices[ordinal].sm_limit > 0) report_unmeasurable(ordinal, "libnvidia-ml.so.1 is not usable");
             vgpu_sleep_until_ns(next_reap);
         }
     }
     return NULL;
 }
+
+/* The housekeeping thread was not forked; the pacers' budgets carry on until the child's own thread,
+ * started with its slot, measures again. */
+void vgpu_controller_after_fork(void) { memset(controllers, 0, sizeof controllers); }
 
 void vgpu_controller_start(void) {
     if (runtime.config->policy == VGPU_POLICY_DISABLE) atomic_store(&runtime.any_sm_limit, 0);

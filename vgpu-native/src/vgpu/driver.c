@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "common/log.h"
+#include "vgpu/locks.h"
 #include "vgpu/vgpu.h"
 
 struct vgpu_real_functions real;
@@ -20,6 +21,9 @@ dlsym_function vgpu_real_dlsym_function(void) {
     static const char *const versions[] = {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17"};
     for (unsigned i = 0; i < sizeof versions / sizeof versions[0] && found == NULL; i++)
         found = (dlsym_function)dlvsym(RTLD_NEXT, "dlsym", versions[i]);
+    static _Atomic int reported;
+    if (found == NULL && !atomic_exchange(&reported, 1))
+        LOG_ERROR("glibc's dlsym not found under any version libvgpu knows; every dlsym returns NULL");
     atomic_store_explicit(&real_dlsym_function, found, memory_order_release);
     return found;
 }
@@ -30,7 +34,8 @@ void *vgpu_real_dlsym(void *handle, const char *symbol) {
 }
 
 static const void *cuda_base, *nvml_base;
-static pthread_once_t cuda_once = PTHREAD_ONCE_INIT, nvml_once = PTHREAD_ONCE_INIT;
+VGPU_ONCE(cuda_once);
+VGPU_ONCE(nvml_once);
 static _Atomic int cuda_loaded, nvml_loaded;
 
 static const void *base_of(const void *function) {
@@ -54,29 +59,70 @@ static void load_cuda(void) {
     atomic_store_explicit(&cuda_loaded, 1, memory_order_release);
 }
 
+const char *vgpu_missing_required_cuda(void) {
+#define VGPU_MISSING(name) \
+    if (real.name == NULL) return #name;
+    VGPU_REQUIRED_CUDA_FUNCTIONS(VGPU_MISSING)
+#undef VGPU_MISSING
+    return NULL;
+}
+
+/* Older NVMLs have only the first versions of these; their signatures are the same. */
+#define RESOLVE_OR_FIRST_VERSION(name, first) \
+    if (real.name == NULL) real.name = (__typeof__(real.name))vgpu_real_dlsym(handle, #first);
+
+/* What works differently without each NVML function libvgpu uses, logged once per missing function. */
+static void report_missing_nvml(void) {
+    const struct {
+        const void *function;
+        const char *name, *consequence;
+    } uses[] = {
+        {(const void *)real.nvmlDeviceGetHandleByUUID, "nvmlDeviceGetHandleByUUID", "devices are found by enumerating NVML's handles"},
+        {(const void *)real.nvmlDeviceGetCount_v2, "nvmlDeviceGetCount_v2", "NVML devices cannot be enumerated"},
+        {(const void *)real.nvmlDeviceGetHandleByIndex_v2, "nvmlDeviceGetHandleByIndex_v2", "NVML devices cannot be enumerated"},
+        {(const void *)real.nvmlDeviceGetUUID, "nvmlDeviceGetUUID",
+         "NVML devices cannot be matched to CUDA devices: NVML memory reports are the driver's, compute limits are not enforced"},
+        {(const void *)real.nvmlDeviceGetComputeRunningProcesses_v3, "nvmlDeviceGetComputeRunningProcesses_v3",
+         "a new context's memory is measured on the whole device"},
+        {(const void *)real.nvmlDeviceGetMemoryInfo, "nvmlDeviceGetMemoryInfo", "contexts are charged an estimate when not measurable"},
+        {(const void *)real.nvmlDeviceGetProcessUtilization, "nvmlDeviceGetProcessUtilization",
+         "compute limits steer on the whole device's utilization"},
+        {(const void *)real.nvmlDeviceGetUtilizationRates, "nvmlDeviceGetUtilizationRates",
+         "no whole-device utilization to fall back on"},
+    };
+    for (unsigned i = 0; i < sizeof uses / sizeof uses[0]; i++)
+        if (uses[i].function == NULL) LOG_WARN("libnvidia-ml.so.1 has no %s: %s", uses[i].name, uses[i].consequence);
+}
+
 static void load_nvml(void) {
     void *handle = open_library("libnvidia-ml.so.1");
     if (handle == NULL) return;
     VGPU_REAL_NVML_FUNCTIONS(RESOLVE)
+    RESOLVE_OR_FIRST_VERSION(nvmlInit_v2, nvmlInit)
+    RESOLVE_OR_FIRST_VERSION(nvmlDeviceGetCount_v2, nvmlDeviceGetCount)
+    RESOLVE_OR_FIRST_VERSION(nvmlDeviceGetHandleByIndex_v2, nvmlDeviceGetHandleByIndex)
     if (real.nvmlInit_v2 == NULL || real.nvmlInit_v2() != NVML_SUCCESS) {
-        LOG_DEBUG("NVML present but not usable; per-process GPU usage cannot be measured");
+        LOG_WARN("libnvidia-ml.so.1 is present but cannot be initialised: contexts are charged an estimate, compute "
+                 "limits are not enforced, NVML memory reports are the driver's");
         return;
     }
+    report_missing_nvml();
     nvml_base = base_of((const void *)real.nvmlInit_v2);
     atomic_store_explicit(&nvml_loaded, 1, memory_order_release);
 }
 
+#undef RESOLVE_OR_FIRST_VERSION
 #undef RESOLVE
 
 bool vgpu_load_cuda(void) {
     if (atomic_load_explicit(&cuda_loaded, memory_order_acquire)) return true;
-    pthread_once(&cuda_once, load_cuda);
+    vgpu_once(&cuda_once, load_cuda);
     return atomic_load_explicit(&cuda_loaded, memory_order_acquire) != 0;
 }
 
 bool vgpu_load_nvml(void) {
     if (atomic_load_explicit(&nvml_loaded, memory_order_acquire)) return true;
-    pthread_once(&nvml_once, load_nvml);
+    vgpu_once(&nvml_once, load_nvml);
     return atomic_load_explicit(&nvml_loaded, memory_order_acquire) != 0;
 }
 

@@ -70,6 +70,7 @@ void *dlsym(void *handle, const char *symbol) {
     /* Tail call: glibc's dlsym sees our caller's return address, so RTLD_NEXT and RTLD_DEFAULT
      * resolve relative to the caller, exactly as without libvgpu. */
     dlsym_function real_dlsym = vgpu_real_dlsym_function();
+    if (__builtin_expect(real_dlsym == NULL, 0)) return NULL; /* a glibc whose dlsym versions are all unknown */
     return real_dlsym(handle, symbol);
 }
 

@@ -2,6 +2,10 @@
  * allocates (so racing processes cannot overcommit), and every free path gives them back after the
  * driver freed. Frees of memory this library did not count are forwarded untouched.
  *
+ * Bookings are made twice: privately, in this process's memory, where the limit bounds what the process
+ * itself holds whatever another process writes into the shared region; and in the region, where the
+ * same limit bounds what the container's processes hold together.
+ *
  * What is counted, per CUDA ordinal:
  *   cuMemAlloc_v2, cuMemAllocManaged        the requested bytes
  *   cuMemAllocPitch_v2                      pitch * height, with the pitch the driver chose
@@ -18,6 +22,7 @@
 #include "common/arrays.h"
 #include "common/log.h"
 #include "common/ptrmap.h"
+#include "vgpu/locks.h"
 #include "vgpu/vgpu.h"
 
 enum tracked_kind { TRACKED_DEVICE, TRACKED_ASYNC, TRACKED_VMM, TRACKED_ARRAY };
@@ -29,26 +34,91 @@ struct tracked {
     CUcontext context; /* freed with it; NULL for memory that outlives contexts */
 };
 
-static pthread_mutex_t tracking_lock = PTHREAD_MUTEX_INITIALIZER;
+VGPU_MUTEX(tracking_lock);
 static struct vgpu_ptrmap pointers;   /* device pointers */
 static struct vgpu_ptrmap vmm_handles; /* CUmemGenericAllocationHandle values */
 static struct vgpu_ptrmap arrays;      /* CUarray and CUmipmappedArray handles */
 
-bool vgpu_reserve(int ordinal, uint64_t bytes) {
+/* What this process holds per device, contexts included: kept where no other process can write. */
+static _Atomic uint64_t booked[VGPU_MAX_DEVICES];
+
+static bool book_privately(int ordinal, uint64_t bytes, uint64_t limit) {
+    uint64_t held = atomic_load_explicit(&booked[ordinal], memory_order_relaxed);
+    do {
+        if (limit != 0 && (bytes > limit || held > limit - bytes)) return false;
+    } while (!atomic_compare_exchange_weak_explicit(&booked[ordinal], &held, held + bytes, memory_order_relaxed,
+                                                    memory_order_relaxed));
+    return true;
+}
+
+/* One line per process: every later refusal has the same cause. */
+static void report_corrupt(int ordinal) {
+    static _Atomic int reported;
+    if (atomic_exchange(&reported, 1)) return;
+    const struct vgpu_region *region = runtime.region;
+    if (!vgpu_region_intact(region))
+        LOG_ERROR("shared region %s is corrupt (its header was overwritten); refusing every allocation",
+                  runtime.config->region_path);
+    else
+        LOG_ERROR("shared region %s is corrupt (device %d: %llu bytes in use, above the limit of %llu); refusing every "
+                  "allocation", runtime.config->region_path, ordinal,
+                  (unsigned long long)atomic_load(&region->devices[ordinal].memory_used),
+                  (unsigned long long)runtime.devices[ordinal].memory_limit);
+}
+
+static bool reserve(int ordinal, uint64_t bytes, bool reap_and_report) {
     if (!vgpu_ordinal_limited(ordinal)) return true; /* beyond the 16 devices the contract can name */
     uint64_t limit = runtime.devices[ordinal].memory_limit;
-    if (vgpu_region_charge(runtime.region, runtime.slot, ordinal, bytes, limit)) return true;
+    struct vgpu_region_slot *slot = vgpu_own_slot();
+    if (slot == NULL) return false;
+    if (!book_privately(ordinal, bytes, limit)) {
+        if (reap_and_report)
+            LOG_INFO("device %d: %llu more bytes would take this process past the limit of %llu", ordinal,
+                     (unsigned long long)bytes, (unsigned long long)limit);
+        return false;
+    }
+    enum vgpu_charge charge = vgpu_region_intact(runtime.region)
+                                  ? vgpu_region_charge(runtime.region, slot, ordinal, bytes, limit)
+                                  : VGPU_CORRUPT;
     /* Before saying no, return what killed processes still hold. */
-    if (vgpu_region_reap(runtime.region) > 0 && vgpu_region_charge(runtime.region, runtime.slot, ordinal, bytes, limit))
-        return true;
-    LOG_INFO("device %d: %llu more bytes would exceed the limit of %llu (in use: %llu)", ordinal,
-             (unsigned long long)bytes, (unsigned long long)limit,
-             (unsigned long long)atomic_load(&runtime.region->devices[ordinal].memory_used));
+    if (charge == VGPU_OVER_LIMIT && reap_and_report && vgpu_region_reap(runtime.region) > 0)
+        charge = vgpu_region_charge(runtime.region, slot, ordinal, bytes, limit);
+    if (charge == VGPU_CHARGED) return true;
+    atomic_fetch_sub_explicit(&booked[ordinal], bytes, memory_order_relaxed);
+    if (!reap_and_report) return false;
+    if (charge == VGPU_CORRUPT) report_corrupt(ordinal);
+    else
+        LOG_INFO("device %d: %llu more bytes would exceed the limit of %llu (in use: %llu)", ordinal,
+                 (unsigned long long)bytes, (unsigned long long)limit,
+                 (unsigned long long)atomic_load(&runtime.region->devices[ordinal].memory_used));
     return false;
 }
 
+bool vgpu_reserve(int ordinal, uint64_t bytes) { return reserve(ordinal, bytes, true); }
+bool vgpu_reserve_quietly(int ordinal, uint64_t bytes) { return reserve(ordinal, bytes, false); }
+
 void vgpu_unreserve(int ordinal, uint64_t bytes) {
-    if (vgpu_ordinal_limited(ordinal) && bytes > 0) vgpu_region_uncharge(runtime.region, runtime.slot, ordinal, bytes);
+    if (!vgpu_ordinal_limited(ordinal) || bytes == 0) return;
+    struct vgpu_region_slot *slot = atomic_load_explicit(&runtime.slot, memory_order_relaxed);
+    if (slot != NULL) vgpu_region_uncharge(runtime.region, slot, ordinal, bytes);
+    atomic_fetch_sub_explicit(&booked[ordinal], bytes, memory_order_relaxed);
+}
+
+uint64_t vgpu_usage_view(int ordinal, uint64_t limit) {
+    const struct vgpu_region *region = runtime.region;
+    if (!vgpu_region_intact(region)) return UINT64_MAX;
+    uint64_t shared = atomic_load_explicit(&region->devices[ordinal].memory_used, memory_order_relaxed);
+    uint64_t own = atomic_load_explicit(&booked[ordinal], memory_order_relaxed);
+    if (limit != 0 && shared > limit) return UINT64_MAX;
+    return shared > own ? shared : own;
+}
+
+/* The parent's allocations are not the child's: the child starts with nothing booked. */
+void vgpu_memory_after_fork(void) {
+    vgpu_ptrmap_clear(&pointers, free);
+    vgpu_ptrmap_clear(&vmm_handles, free);
+    vgpu_ptrmap_clear(&arrays, free);
+    for (int i = 0; i < VGPU_MAX_DEVICES; i++) atomic_store(&booked[i], 0);
 }
 
 static bool track(struct vgpu_ptrmap *map, uint64_t key, uint64_t bytes, int ordinal, enum tracked_kind kind,
@@ -72,7 +142,9 @@ static bool track(struct vgpu_ptrmap *map, uint64_t key, uint64_t bytes, int ord
 }
 
 static void free_device_pointer(uint64_t key) { real.cuMemFree_v2((CUdeviceptr)key); }
-static void release_vmm_handle(uint64_t key) { real.cuMemRelease((CUmemGenericAllocationHandle)key); }
+static void release_vmm_handle(uint64_t key) {
+    if (real.cuMemRelease != NULL) real.cuMemRelease((CUmemGenericAllocationHandle)key);
+}
 
 /* Records a fresh allocation; if even that fails (out of host memory), the allocation is undone with
  * the driver and its bytes given back, so that nothing untracked stays counted or allocated. */
@@ -274,7 +346,9 @@ static CUresult allocate_async(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool 
         return result;
     }
     if (settle_device(*dptr, bytesize, &ordinal) != CUDA_SUCCESS) {
-        (per_thread ? real.cuMemFreeAsync_ptsz : real.cuMemFreeAsync)(*dptr, hStream);
+        __typeof__(real.cuMemFreeAsync) undo = per_thread ? real.cuMemFreeAsync_ptsz : real.cuMemFreeAsync;
+        if (undo != NULL) undo(*dptr, hStream);
+        else real.cuMemFree_v2(*dptr);
         vgpu_unreserve(ordinal, bytesize);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
@@ -470,12 +544,12 @@ CUresult cuMemGetInfo_v2(size_t *free, size_t *total) {
         if (total != NULL) *total = driver_total;
         return CUDA_SUCCESS;
     }
-    if (total == NULL) real.cuDeviceTotalMem_v2(&driver_total, ordinal);
+    if (total == NULL) real.cuDeviceTotalMem_v2(&driver_total, ordinal); /* required: present after cuInit */
     /* With CUDA_OVERSUBSCRIBE the limit may exceed the device; otherwise the device caps it. */
     uint64_t shown_total = (!runtime.config->oversubscribe && driver_total != 0 && driver_total < limit) ? driver_total : limit;
     if (total != NULL) *total = (size_t)shown_total;
     if (free != NULL) {
-        uint64_t used = atomic_load_explicit(&runtime.region->devices[ordinal].memory_used, memory_order_relaxed);
+        uint64_t used = vgpu_usage_view(ordinal, limit);
         uint64_t available = used < shown_total ? shown_total - used : 0; /* never underflows */
         *free = (size_t)(available < driver_free ? available : driver_free);
     }

@@ -12,6 +12,7 @@
 
 #include "common/log.h"
 #include "common/visible.h"
+#include "vgpu/locks.h"
 #include "vgpu/vgpu.h"
 
 #define HANDLE_CACHE 64
@@ -22,7 +23,7 @@ static struct {
     int ordinal;
 } handle_ordinals[HANDLE_CACHE];
 static _Atomic unsigned handle_count;
-static pthread_mutex_t handle_lock = PTHREAD_MUTEX_INITIALIZER;
+VGPU_MUTEX(handle_lock);
 
 static int ordinal_of_uuid_in_region(const struct vgpu_region *region, const char *uuid) {
     for (int i = 0; i < VGPU_REGION_DEVICES; i++)
@@ -34,7 +35,9 @@ static int ordinal_of_uuid_in_region(const struct vgpu_region *region, const cha
  * order CUDA numbers them before CUDA_VISIBLE_DEVICES. */
 static int ordinal_from_enumeration(const char *uuid) {
     unsigned count = 0;
-    if (real.nvmlDeviceGetCount_v2(&count) != NVML_SUCCESS) return -1;
+    if (real.nvmlDeviceGetCount_v2 == NULL || real.nvmlDeviceGetHandleByIndex_v2 == NULL ||
+        real.nvmlDeviceGetCount_v2(&count) != NVML_SUCCESS)
+        return -1;
     if (count > VGPU_MAX_DEVICES) count = VGPU_MAX_DEVICES;
     char uuids[VGPU_MAX_DEVICES][NVML_DEVICE_UUID_V2_BUFFER_SIZE];
     const char *names[VGPU_MAX_DEVICES];
@@ -54,7 +57,7 @@ static int ordinal_from_enumeration(const char *uuid) {
 
 static int resolve_ordinal(nvmlDevice_t handle, struct vgpu_region *region) {
     char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
-    if (real.nvmlDeviceGetUUID(handle, uuid, sizeof uuid) != NVML_SUCCESS) return -1;
+    if (real.nvmlDeviceGetUUID == NULL || real.nvmlDeviceGetUUID(handle, uuid, sizeof uuid) != NVML_SUCCESS) return -1;
     if (vgpu_active()) {
         for (int i = 0; i < runtime.device_count; i++)
             if (strcasecmp(runtime.devices[i].uuid, uuid) == 0) return i;
@@ -80,11 +83,29 @@ static int ordinal_of_handle(nvmlDevice_t handle, struct vgpu_region *region) {
     return ordinal;
 }
 
+/* Without nvmlDeviceGetHandleByUUID (older or trimmed NVMLs): the enumerated handle with that UUID. */
+static nvmlDevice_t enumerated_handle_of(const char *uuid) {
+    unsigned count = 0;
+    if (real.nvmlDeviceGetCount_v2 == NULL || real.nvmlDeviceGetHandleByIndex_v2 == NULL || real.nvmlDeviceGetUUID == NULL ||
+        real.nvmlDeviceGetCount_v2(&count) != NVML_SUCCESS)
+        return NULL;
+    for (unsigned i = 0; i < count; i++) {
+        nvmlDevice_t handle = NULL;
+        char text[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+        if (real.nvmlDeviceGetHandleByIndex_v2(i, &handle) == NVML_SUCCESS &&
+            real.nvmlDeviceGetUUID(handle, text, sizeof text) == NVML_SUCCESS && strcasecmp(text, uuid) == 0)
+            return handle;
+    }
+    return NULL;
+}
+
 nvmlDevice_t vgpu_nvml_handle_of(int ordinal) {
     if (!vgpu_load_nvml() || ordinal < 0 || ordinal >= runtime.device_count || runtime.devices[ordinal].uuid[0] == '\0')
         return NULL;
+    const char *uuid = runtime.devices[ordinal].uuid;
+    if (real.nvmlDeviceGetHandleByUUID == NULL) return enumerated_handle_of(uuid);
     nvmlDevice_t handle = NULL;
-    return real.nvmlDeviceGetHandleByUUID(runtime.devices[ordinal].uuid, &handle) == NVML_SUCCESS ? handle : NULL;
+    return real.nvmlDeviceGetHandleByUUID(uuid, &handle) == NVML_SUCCESS ? handle : NULL;
 }
 
 /* The container's view of one device, or false when the real numbers stand. *refused is set when the
@@ -106,10 +127,15 @@ static bool container_view(nvmlDevice_t device, uint64_t device_total, uint64_t 
     }
     int ordinal = ordinal_of_handle(device, region);
     if (ordinal < 0 || ordinal >= VGPU_REGION_DEVICES) return false;
-    uint64_t limit = region->devices[ordinal].memory_limit;
+    uint64_t limit = config->memory_limit[ordinal]; /* the region's limit words are not trusted */
     if (limit == 0) return false;
     *total = (config->oversubscribe || limit < device_total) ? limit : device_total;
-    *used = atomic_load_explicit(&region->devices[ordinal].memory_used, memory_order_relaxed);
+    if (vgpu_active()) {
+        *used = vgpu_usage_view(ordinal, limit);
+    } else { /* NVML only: nothing booked here; a corrupt region reads as full */
+        uint64_t shared = atomic_load_explicit(&region->devices[ordinal].memory_used, memory_order_relaxed);
+        *used = vgpu_region_intact(region) && shared <= limit ? shared : UINT64_MAX;
+    }
     return true;
 }
 
@@ -129,13 +155,15 @@ static nvmlReturn_t apply_view(nvmlDevice_t device, nvmlReturn_t result, unsigne
 }
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory) {
-    if (!vgpu_load_nvml() || real.nvmlDeviceGetMemoryInfo == NULL) return NVML_ERROR_UNINITIALIZED;
+    if (!vgpu_load_nvml()) return NVML_ERROR_UNINITIALIZED;
+    if (real.nvmlDeviceGetMemoryInfo == NULL) return NVML_ERROR_FUNCTION_NOT_FOUND;
     nvmlReturn_t result = real.nvmlDeviceGetMemoryInfo(device, memory);
     return memory == NULL ? result : apply_view(device, result, &memory->total, &memory->used, &memory->free, NULL);
 }
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory) {
-    if (!vgpu_load_nvml() || real.nvmlDeviceGetMemoryInfo_v2 == NULL) return NVML_ERROR_UNINITIALIZED;
+    if (!vgpu_load_nvml()) return NVML_ERROR_UNINITIALIZED;
+    if (real.nvmlDeviceGetMemoryInfo_v2 == NULL) return NVML_ERROR_FUNCTION_NOT_FOUND;
     nvmlReturn_t result = real.nvmlDeviceGetMemoryInfo_v2(device, memory);
     return memory == NULL ? result
                           : apply_view(device, result, &memory->total, &memory->used, &memory->free, &memory->reserved);

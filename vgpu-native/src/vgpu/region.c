@@ -25,7 +25,7 @@ static void initialise(struct vgpu_region *region, const struct vgpu_config *con
     header->devices_offset = offsetof(struct vgpu_region, devices);
     header->slots_offset = offsetof(struct vgpu_region, slots);
     header->created_unix_ns = vgpu_wall_ns();
-    atomic_store(&header->sm_switch, 1);
+    header->reserved0 = 0;
     header->priority = config->priority;
     header->policy = (uint32_t)config->policy;
     header->flags = config->oversubscribe ? 1U : 0U;
@@ -49,9 +49,28 @@ static bool reset_file(int fd, const char *path) {
     return true;
 }
 
-static bool layout_matches(const struct vgpu_region *region) {
-    return region->header.magic == VGPU_REGION_MAGIC && region->header.version == VGPU_REGION_VERSION &&
-           region->header.slot_count == VGPU_REGION_SLOTS && region->header.slot_size == sizeof(struct vgpu_region_slot);
+/* The first 48 bytes of every header of this layout, as six words to compare. */
+struct header_prefix {
+    uint64_t magic;
+    uint32_t version, header_size, device_count, device_size, slot_count, slot_size;
+    uint64_t devices_offset, slots_offset;
+};
+_Static_assert(sizeof(struct header_prefix) == offsetof(struct vgpu_region_header, created_unix_ns), "header prefix");
+
+static const union {
+    struct header_prefix fields;
+    uint64_t words[6];
+} EXPECTED_PREFIX = {.fields = {VGPU_REGION_MAGIC, VGPU_REGION_VERSION, sizeof(struct vgpu_region_header),
+                                VGPU_REGION_DEVICES, sizeof(struct vgpu_region_device), VGPU_REGION_SLOTS,
+                                sizeof(struct vgpu_region_slot), offsetof(struct vgpu_region, devices),
+                                offsetof(struct vgpu_region, slots)}};
+
+bool vgpu_region_intact(const struct vgpu_region *region) {
+    /* On every allocation: six loads from one read-only cache line, no branch until the end. */
+    const uint64_t *words = (const uint64_t *)(const void *)&region->header;
+    const uint64_t *expected = EXPECTED_PREFIX.words;
+    return ((words[0] ^ expected[0]) | (words[1] ^ expected[1]) | (words[2] ^ expected[2]) | (words[3] ^ expected[3]) |
+            (words[4] ^ expected[4]) | (words[5] ^ expected[5])) == 0;
 }
 
 /* Whole-file open-file-description locks: a read lock per attached process, a write lock to
@@ -79,11 +98,12 @@ static bool lock_shared(int fd, const char *path) {
     return true;
 }
 
+/* The region's limits are what the first process wrote, for the monitor; this process enforces its own. */
 static void warn_on_different_limits(const struct vgpu_region *region, const struct vgpu_config *config, const char *path) {
     for (int i = 0; i < VGPU_REGION_DEVICES; i++) {
         if (region->devices[i].memory_limit != config->memory_limit[i] || region->devices[i].sm_limit != config->sm_limit[i]) {
-            LOG_WARN("limits for device %d differ from those other processes set in %s (%s); enforcing the region's",
-                     i, path, region->header.limits_source);
+            LOG_WARN("limits for device %d differ from those %s holds; enforcing this process's own, from %s", i, path,
+                     config->source);
             return;
         }
     }
@@ -112,9 +132,9 @@ struct vgpu_region *vgpu_region_attach(const struct vgpu_config *config) {
     if (alone) {
         initialise(region, config);
         lock_file(fd, F_RDLCK); /* atomic downgrade: others may attach now */
-    } else if (!layout_matches(region)) {
-        LOG_ERROR("shared region %s is in use with another layout (not vgpu region v%u); refusing to share it", path,
-                  VGPU_REGION_VERSION);
+    } else if (!vgpu_region_intact(region)) {
+        LOG_ERROR("shared region %s is in use but its header is not vgpu region v%u (another layout, or corrupt); refusing "
+                  "to share it", path, VGPU_REGION_VERSION);
         munmap(mapping, sizeof(struct vgpu_region));
         close(fd);
         return NULL;
@@ -184,13 +204,14 @@ void vgpu_region_leave(struct vgpu_region *region, struct vgpu_region_slot *slot
     if (atomic_compare_exchange_strong(&slot->state, &expected, VGPU_SLOT_RECLAIMING)) reclaim(region, slot);
 }
 
-bool vgpu_region_charge(struct vgpu_region *region, struct vgpu_region_slot *slot, int ordinal, uint64_t bytes,
-                        uint64_t limit) {
+enum vgpu_charge vgpu_region_charge(struct vgpu_region *region, struct vgpu_region_slot *slot, int ordinal,
+                                    uint64_t bytes, uint64_t limit) {
     struct vgpu_region_device *device = &region->devices[ordinal];
     uint64_t used = atomic_load_explicit(&device->memory_used, memory_order_relaxed), next;
     do {
         /* Check and add in one compare-and-swap: racing processes can never overcommit the limit. */
-        if (limit != 0 && (bytes > limit || used > limit - bytes)) return false;
+        if (limit != 0 && used > limit) return VGPU_CORRUPT;
+        if (limit != 0 && (bytes > limit || used > limit - bytes)) return VGPU_OVER_LIMIT;
         next = used + bytes;
     } while (!atomic_compare_exchange_weak_explicit(&device->memory_used, &used, next, memory_order_acq_rel,
                                                     memory_order_relaxed));
@@ -199,7 +220,7 @@ bool vgpu_region_charge(struct vgpu_region *region, struct vgpu_region_slot *slo
     while (peak < next && !atomic_compare_exchange_weak_explicit(&device->memory_peak, &peak, next, memory_order_relaxed,
                                                                  memory_order_relaxed)) {
     }
-    return true;
+    return VGPU_CHARGED;
 }
 
 void vgpu_region_uncharge(struct vgpu_region *region, struct vgpu_region_slot *slot, int ordinal, uint64_t bytes) {

@@ -1,12 +1,16 @@
 /*
  * The per-container shared region: one memory-mapped file (CUDA_DEVICE_MEMORY_SHARED_CACHE) through
- * which every process of a container shares one memory limit per device, and from which the node
+ * which the processes of a container share their memory usage per device, and from which the node
  * monitor reads per-container usage. Layout version 1, little-endian, fixed offsets (README.md,
  * "Shared region"); readers must check magic and version and treat unknown versions as unreadable.
  *
  *   offset 0       header        4096 bytes
  *   offset 4096    devices[16]   256 bytes each, indexed by CUDA ordinal
  *   offset 8192    slots[1024]   576 bytes each, one per process
+ *
+ * Every process of the container can write this file, so nothing in it is trusted with a limit: limits
+ * come from the limits file or the environment, each process also books its own allocations privately,
+ * and a region whose header or usage cannot be true is corrupt and refuses allocations.
  *
  * Every process holds a read lock (fcntl OFD) on the file while attached. A process that obtains
  * the write lock is therefore alone: it (re)initialises the region, so stale counters or limits
@@ -38,7 +42,7 @@ struct vgpu_region_header {
     uint64_t devices_offset;           /*  32: 4096 */
     uint64_t slots_offset;             /*  40: 8192 */
     uint64_t created_unix_ns;          /*  48: CLOCK_REALTIME when initialised */
-    _Atomic uint32_t sm_switch;        /*  56: 1 = enforce compute limits under policy "default" (a node monitor may clear it) */
+    uint32_t reserved0;                /*  56: was the compute switch; never read (a container could write it) */
     int32_t priority;                  /*  60: CUDA_TASK_PRIORITY */
     uint32_t policy;                   /*  64: GPU_CORE_UTILIZATION_POLICY: 0 default, 1 force, 2 disable */
     uint32_t flags;                    /*  68: bit 0 CUDA_OVERSUBSCRIBE */
@@ -50,8 +54,8 @@ struct vgpu_region_header {
 
 struct vgpu_region_device {
     char uuid[96];                     /*   0: UUID of this CUDA ordinal, "" until a CUDA process learns it */
-    uint64_t memory_limit;             /*  96: bytes, 0 = no limit */
-    uint32_t sm_limit;                 /* 104: percent, 0 = no limit */
+    uint64_t memory_limit;             /*  96: bytes, 0 = no limit; for the monitor, never enforced from here */
+    uint32_t sm_limit;                 /* 104: percent, 0 = no limit; for the monitor */
     uint32_t reserved0;                /* 108 */
     _Atomic uint64_t memory_used;      /* 112: bytes charged by all processes: allocations + context memory */
     _Atomic uint64_t memory_peak;      /* 120: high-water mark of memory_used */
@@ -101,7 +105,8 @@ _Static_assert(offsetof(struct vgpu_region, slots) == 8192, "region slot table o
 
 struct vgpu_config;
 
-/* Maps the region (creating or re-initialising it when this process is alone), or NULL after logging. */
+/* Maps the region (creating or re-initialising it when this process is alone), or NULL after logging
+ * (also when a live region's header is not this layout's). */
 struct vgpu_region *vgpu_region_attach(const struct vgpu_config *config);
 /* This process's slot, claimed on first call; NULL if all slots belong to live processes. */
 struct vgpu_region_slot *vgpu_region_claim_slot(struct vgpu_region *region);
@@ -110,9 +115,15 @@ unsigned vgpu_region_reap(struct vgpu_region *region);
 /* Gives this process's charges back at a normal exit. */
 void vgpu_region_leave(struct vgpu_region *region, struct vgpu_region_slot *slot);
 
-/* Atomic check-and-add against the device's limit (no limit: always succeeds). */
-bool vgpu_region_charge(struct vgpu_region *region, struct vgpu_region_slot *slot, int ordinal, uint64_t bytes,
-                        uint64_t limit);
+/* True when the header still describes this layout (magic, version, sizes, offsets). */
+bool vgpu_region_intact(const struct vgpu_region *region);
+
+enum vgpu_charge { VGPU_CHARGED, VGPU_OVER_LIMIT, VGPU_CORRUPT };
+
+/* Atomic check-and-add against the device's limit (no limit: always succeeds). VGPU_CORRUPT when the
+ * device's usage already exceeds the limit, which no process under that limit can have caused. */
+enum vgpu_charge vgpu_region_charge(struct vgpu_region *region, struct vgpu_region_slot *slot, int ordinal,
+                                    uint64_t bytes, uint64_t limit);
 void vgpu_region_uncharge(struct vgpu_region *region, struct vgpu_region_slot *slot, int ordinal, uint64_t bytes);
 
 #endif

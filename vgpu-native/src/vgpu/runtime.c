@@ -5,14 +5,16 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "vgpu/locks.h"
 #include "vgpu/vgpu.h"
 
 struct vgpu_runtime runtime;
 
-static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t region_lock = PTHREAD_MUTEX_INITIALIZER;
+VGPU_MUTEX(start_lock);
+VGPU_MUTEX(region_lock);
+VGPU_ONCE(process_hooks_once);
 static _Atomic(struct vgpu_region *) attached_region;
-static bool started;
+static bool prepared, started;
 
 struct vgpu_region *vgpu_runtime_region(void) {
     struct vgpu_region *region = atomic_load_explicit(&attached_region, memory_order_acquire);
@@ -30,56 +32,75 @@ struct vgpu_region *vgpu_runtime_region(void) {
 }
 
 static void leave_region(void) {
-    if (runtime.region != NULL && runtime.slot != NULL && runtime.slot->pid == getpid())
-        vgpu_region_leave(runtime.region, runtime.slot);
+    struct vgpu_region_slot *slot = atomic_load(&runtime.slot);
+    if (runtime.region != NULL && slot != NULL && slot->pid == getpid()) vgpu_region_leave(runtime.region, slot);
 }
 
-/* A forked child shares the parent's slot and driver state but cannot use the parent's CUDA
- * contexts; it stops enforcing and claims its own slot if it initialises CUDA again. */
-static void after_fork_in_child(void) {
-    atomic_store(&runtime.active, 0);
-    runtime.slot = NULL;
-    started = false;
-    pthread_mutex_init(&start_lock, NULL);
-    pthread_mutex_init(&region_lock, NULL);
-    vgpu_context_after_fork();
+static void install_process_hooks(void) { atexit(leave_region); }
+
+/* A forked child: the parent's slot is the parent's. */
+struct vgpu_region_slot *vgpu_claim_own_slot(void) {
+    if (runtime.region == NULL) return NULL;
+    static _Atomic int reported;
+    pthread_mutex_lock(&start_lock);
+    struct vgpu_region_slot *slot = atomic_load(&runtime.slot);
+    if (slot == NULL) {
+        slot = vgpu_region_claim_slot(runtime.region);
+        atomic_store_explicit(&runtime.slot, slot, memory_order_release);
+        if (slot != NULL) vgpu_controller_start(); /* the parent's housekeeping thread was not forked */
+        else if (!atomic_exchange(&reported, 1)) LOG_ERROR("forked child has no slot in the shared region; it allocates nothing");
+    }
+    pthread_mutex_unlock(&start_lock);
+    return slot;
 }
 
-/* Learns the devices this process sees, publishes their UUIDs for the node monitor and NVML-only
- * processes, and reads the limits the region enforces. */
-static CUresult learn_devices(struct vgpu_region *region) {
+/* Learns the devices this process sees and publishes their UUIDs for the node monitor and NVML-only
+ * processes. The limits are the configuration's, whatever the region holds. */
+static void learn_devices(const struct vgpu_config *config, struct vgpu_region *region) {
+    for (int ordinal = 0; ordinal < VGPU_MAX_DEVICES; ordinal++) {
+        runtime.devices[ordinal].memory_limit = config->memory_limit[ordinal];
+        runtime.devices[ordinal].sm_limit = config->sm_limit[ordinal];
+    }
     int count = 0;
     CUresult result = real.cuDeviceGetCount(&count);
-    if (result != CUDA_SUCCESS) return result;
+    if (result != CUDA_SUCCESS) {
+        /* Enforcement needs no count: every ordinal the program can use meets its limit. */
+        LOG_WARN("cannot count CUDA devices (error %d): NVML cannot be matched to them", (int)result);
+        count = 0;
+    }
     if (count > VGPU_MAX_DEVICES) {
         LOG_WARN("%d CUDA devices visible; limits apply to the first %d", count, VGPU_MAX_DEVICES);
         count = VGPU_MAX_DEVICES;
     }
+    __typeof__(real.cuDeviceGetUuid) get_uuid = real.cuDeviceGetUuid_v2 ? real.cuDeviceGetUuid_v2 : real.cuDeviceGetUuid;
     for (int ordinal = 0; ordinal < count; ordinal++) {
         CUuuid uuid;
-        __typeof__(real.cuDeviceGetUuid) get_uuid = real.cuDeviceGetUuid_v2 ? real.cuDeviceGetUuid_v2 : real.cuDeviceGetUuid;
         if (get_uuid == NULL || get_uuid(&uuid, ordinal) != CUDA_SUCCESS) {
             LOG_WARN("cannot read the UUID of CUDA device %d; NVML cannot report its limit", ordinal);
             runtime.devices[ordinal].uuid[0] = '\0';
-        } else {
-            vgpu_uuid_format((const unsigned char *)uuid.bytes, runtime.devices[ordinal].uuid);
-            if (region->devices[ordinal].uuid[0] == '\0')
-                vgpu_copy_string(region->devices[ordinal].uuid, runtime.devices[ordinal].uuid, sizeof region->devices[ordinal].uuid);
+            continue;
         }
-        runtime.devices[ordinal].memory_limit = region->devices[ordinal].memory_limit;
-        runtime.devices[ordinal].sm_limit = region->devices[ordinal].sm_limit;
-        if (runtime.devices[ordinal].sm_limit > 0) atomic_store(&runtime.any_sm_limit, 1);
+        vgpu_uuid_format((const unsigned char *)uuid.bytes, runtime.devices[ordinal].uuid);
+        if (region->devices[ordinal].uuid[0] == '\0')
+            vgpu_copy_string(region->devices[ordinal].uuid, runtime.devices[ordinal].uuid, sizeof region->devices[ordinal].uuid);
     }
+    for (int ordinal = 0; ordinal < VGPU_MAX_DEVICES; ordinal++)
+        if (runtime.devices[ordinal].sm_limit > 0) atomic_store(&runtime.any_sm_limit, 1);
     if (region->header.visible_devices < (uint32_t)count) region->header.visible_devices = (uint32_t)count;
-    runtime.device_count = count;
-    return CUDA_SUCCESS;
+    runtime.device_count = count > 0 ? count : VGPU_MAX_DEVICES;
 }
 
-/* Brings enforcement up after the real cuInit succeeded. */
-static CUresult start(const struct vgpu_config *config) {
+/* Everything enforcement needs that can fail, before the real driver starts: a process that cannot
+ * enforce its limits must not get a working driver either. */
+static CUresult prepare(const struct vgpu_config *config) {
+    const char *missing = vgpu_missing_required_cuda();
+    if (missing != NULL) {
+        LOG_ERROR("cuInit refused: the driver has no %s, without which libvgpu cannot enforce limits", missing);
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
     pthread_mutex_lock(&start_lock);
     CUresult result = CUDA_SUCCESS;
-    if (!started) {
+    if (!prepared) {
         struct vgpu_region *region = vgpu_runtime_region();
         struct vgpu_region_slot *slot = region != NULL ? vgpu_region_claim_slot(region) : NULL;
         if (slot == NULL) {
@@ -87,25 +108,25 @@ static CUresult start(const struct vgpu_config *config) {
         } else {
             runtime.config = config;
             runtime.region = region;
-            runtime.slot = slot;
-            result = learn_devices(region);
-        }
-        if (result == CUDA_SUCCESS) {
-            started = true;
-            vgpu_controller_start();
-            atomic_store_explicit(&runtime.active, 1, memory_order_release);
-            LOG_INFO("enforcing limits from %s on %d device(s)", config->source, runtime.device_count);
+            atomic_store_explicit(&runtime.slot, slot, memory_order_release);
+            prepared = true;
         }
     }
     pthread_mutex_unlock(&start_lock);
     return result;
 }
 
-static pthread_once_t process_hooks_once = PTHREAD_ONCE_INIT;
-
-static void install_process_hooks(void) {
-    pthread_atfork(NULL, NULL, after_fork_in_child);
-    atexit(leave_region);
+/* Brings enforcement up after the real cuInit succeeded. */
+static void start(const struct vgpu_config *config) {
+    pthread_mutex_lock(&start_lock);
+    if (!started) {
+        learn_devices(config, runtime.region);
+        started = true;
+        vgpu_controller_start();
+        atomic_store_explicit(&runtime.active, 1, memory_order_release);
+        LOG_INFO("enforcing limits from %s on %d device(s)", config->source, runtime.device_count);
+    }
+    pthread_mutex_unlock(&start_lock);
 }
 
 CUresult cuInit(unsigned int Flags) {
@@ -117,10 +138,16 @@ CUresult cuInit(unsigned int Flags) {
         return CUDA_ERROR_INVALID_VALUE;
     }
     if (!vgpu_load_cuda() || real.cuInit == NULL) return CUDA_ERROR_NOT_INITIALIZED;
+    if (config->disable_control) return real.cuInit(Flags);
+    if (!vgpu_active()) {
+        CUresult result = prepare(config);
+        if (result != CUDA_SUCCESS) return result;
+    }
     CUresult result = real.cuInit(Flags);
-    if (result != CUDA_SUCCESS || config->disable_control || vgpu_active()) return result;
-    pthread_once(&process_hooks_once, install_process_hooks);
-    return start(config);
+    if (result != CUDA_SUCCESS || vgpu_active()) return result;
+    vgpu_once(&process_hooks_once, install_process_hooks);
+    start(config);
+    return CUDA_SUCCESS;
 }
 
 CUresult vgpu_current_ordinal(int *ordinal) {
@@ -139,7 +166,7 @@ static struct {
     _Atomic(CUcontext) context;
     _Atomic int ordinal;
 } context_devices[CONTEXT_CACHE];
-static pthread_mutex_t context_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+VGPU_MUTEX(context_cache_lock);
 static unsigned context_cache_next;
 
 static bool cached_context_ordinal(CUcontext context, int *ordinal) {
@@ -183,4 +210,19 @@ CUresult vgpu_stream_ordinal(CUstream stream, int *ordinal) {
     CUcontext context = NULL;
     CUresult result = real.cuStreamGetCtx(stream, &context);
     return result == CUDA_SUCCESS ? context_ordinal(context, ordinal) : result;
+}
+
+/* The child has one thread, the parent's memory and the parent's shared region. Whatever another
+ * thread held or was half-way through is reset; the parent's contexts and allocations are not the
+ * child's (CUDA does not carry them across fork). Enforcement goes on: the limits are the same, the
+ * child books from zero in a slot of its own, claimed when it first allocates. */
+void vgpu_after_fork_in_child(void) {
+    vgpu_locks_after_fork();
+    memset(context_devices, 0, sizeof context_devices);
+    context_cache_next = 0;
+    vgpu_memory_after_fork();
+    vgpu_context_after_fork();
+    vgpu_controller_after_fork();
+    atomic_store(&runtime.host_pid, 0);
+    atomic_store(&runtime.slot, NULL);
 }

@@ -37,7 +37,8 @@ struct vgpu_config {
 
 /* Loads the limits once per process: from /etc/vgpu/limits if it exists (the environment's limit keys
  * are then ignored), else from the file named by VGPU_LIMITS_FILE, else from the environment. Returns
- * NULL if anything is malformed, after logging one line that names the key and the value. */
+ * NULL if anything is malformed, or a limits file is not complete (a directory, unreadable, empty, or
+ * without its END line); vgpu_config_error() then holds one line naming the key and value, or the file. */
 const struct vgpu_config *vgpu_config_get(void);
 /* The line logged for the malformed configuration, for repeating it on later calls. */
 const char *vgpu_config_error(void);
@@ -65,6 +66,13 @@ const char *vgpu_config_error(void);
     X(nvmlDeviceGetComputeRunningProcesses_v3) X(nvmlDeviceGetProcessUtilization)                      \
     X(nvmlDeviceGetUtilizationRates)
 
+/* Functions without which limits cannot be enforced at all: a driver that lacks one is refused at cuInit.
+ * Every other function may be missing: its hook returns an error, or the feature that needs it is off
+ * with one log line (driver.c). */
+#define VGPU_REQUIRED_CUDA_FUNCTIONS(X)                                                                \
+    X(cuInit) X(cuDeviceGetCount) X(cuCtxGetCurrent) X(cuCtxGetDevice) X(cuCtxPushCurrent_v2)          \
+    X(cuCtxPopCurrent_v2) X(cuDeviceTotalMem_v2) X(cuMemFree_v2) X(cuCtxDestroy_v2) X(cuDevicePrimaryCtxGetState)
+
 struct vgpu_real_functions {
 #define VGPU_REAL_POINTER(name) __typeof__(&name) name;
     VGPU_REAL_CUDA_FUNCTIONS(VGPU_REAL_POINTER)
@@ -75,9 +83,12 @@ struct vgpu_real_functions {
 extern struct vgpu_real_functions real;
 
 /* dlopens libcuda.so.1 (resp. libnvidia-ml.so.1) once and resolves the functions above; false if the
- * library is absent. Lock-free after the first call. */
+ * library is absent. Lock-free after the first call. Loading NVML logs one line per missing function,
+ * naming what works differently without it. */
 bool vgpu_load_cuda(void);
 bool vgpu_load_nvml(void);
+/* The first required driver function the loaded driver lacks, or NULL. */
+const char *vgpu_missing_required_cuda(void);
 /* True if address lies inside the real libcuda.so.1 or libnvidia-ml.so.1 (recursion guard of dlsym). */
 bool vgpu_address_in_driver(const void *address);
 /* The real dlsym, found with dlvsym so that our own export does not shadow it. */
@@ -89,7 +100,7 @@ void *vgpu_real_dlsym(void *handle, const char *symbol);
 
 struct vgpu_device {
     char uuid[VGPU_UUID_TEXT_LENGTH + 1];
-    uint64_t memory_limit;                   /* effective, from the region */
+    uint64_t memory_limit;                   /* from the configuration, never from the region */
     unsigned sm_limit;
 };
 
@@ -97,9 +108,10 @@ struct vgpu_runtime {
     _Atomic int active;                      /* limits enforced: cuInit succeeded, control not disabled */
     _Atomic int any_sm_limit;                /* some device has a compute limit */
     _Atomic int launched;                    /* a kernel was launched since the last housekeeping tick */
+    _Atomic int32_t host_pid;                /* this process's pid as NVML reports it, 0 = not learnt */
     const struct vgpu_config *config;
     struct vgpu_region *region;
-    struct vgpu_region_slot *slot;
+    _Atomic(struct vgpu_region_slot *) slot; /* NULL in a forked child until it first needs one */
     int device_count;
     struct vgpu_device devices[VGPU_MAX_DEVICES];
 };
@@ -114,6 +126,16 @@ static inline bool vgpu_ordinal_limited(int ordinal) { return ordinal >= 0 && or
 
 /* Attaches the shared region without enforcing anything yet (NVML-only processes use this). */
 struct vgpu_region *vgpu_runtime_region(void);
+/* This process's slot in the region; a forked child claims its own on first use (and restarts the
+ * housekeeping thread). NULL if no slot is free, after logging once. */
+struct vgpu_region_slot *vgpu_claim_own_slot(void);
+static inline struct vgpu_region_slot *vgpu_own_slot(void) {
+    struct vgpu_region_slot *slot = atomic_load_explicit(&runtime.slot, memory_order_acquire);
+    return __builtin_expect(slot != NULL, 1) ? slot : vgpu_claim_own_slot();
+}
+/* The fork handler (installed by the first vgpu_once): resets every lock, once-only state and the
+ * parent's bookkeeping in the child, which keeps enforcing the same limits from a slot of its own. */
+void vgpu_after_fork_in_child(void);
 /* Index of the device the current context belongs to, or a CUresult < 0 encoded as -(result). */
 CUresult vgpu_current_ordinal(int *ordinal);
 /* Device of a stream (NULL, legacy and per-thread streams mean the current context). */
@@ -121,10 +143,18 @@ CUresult vgpu_stream_ordinal(CUstream stream, int *ordinal);
 
 /* ---- memory accounting (memory.c) ---------------------------------------------------------- */
 
-/* Books bytes against the device's limit; false = over the limit (returns dead processes' memory
- * and retries once before saying so). */
+/* Books bytes against the device's limit, privately (this process's own total never exceeds its limit,
+ * whatever the region says) and in the region (the container's processes together do not either);
+ * false = over the limit (returns dead processes' memory and retries once before saying so) or the
+ * region is corrupt (one log line per process). */
 bool vgpu_reserve(int ordinal, uint64_t bytes);
+/* The same without reaping or logging, for estimates that may simply not fit. */
+bool vgpu_reserve_quietly(int ordinal, uint64_t bytes);
 void vgpu_unreserve(int ordinal, uint64_t bytes);
+/* The container's usage of the device as this process can vouch for it: the region's count, never less
+ * than this process's own bookings, and UINT64_MAX when the region is corrupt (reads as full). */
+uint64_t vgpu_usage_view(int ordinal, uint64_t limit);
+void vgpu_memory_after_fork(void);
 /* Forgets and uncounts every allocation made in a context the driver has destroyed. */
 void vgpu_forget_context_allocations(CUcontext context);
 
@@ -137,6 +167,7 @@ void vgpu_context_after_fork(void);
 /* Paces a launch of `units` threads on the stream's device when that device has a compute limit. */
 void vgpu_sm_gate(CUstream stream, uint64_t units);
 void vgpu_controller_start(void);
+void vgpu_controller_after_fork(void);
 /* Host pid of this process as NVML reports it, if known. */
 void vgpu_set_host_pid(pid_t host_pid);
 

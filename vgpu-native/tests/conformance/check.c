@@ -1,8 +1,10 @@
 #include "check.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +12,7 @@
 #include "mock/config.h"
 #include "mock/reference_kernels.h"
 #include "mock/state.h"
+#include "vgpu/region.h"
 
 bool real_gpu(void) {
     const char *value = getenv("VGPU_TEST_REAL_GPU");
@@ -124,4 +127,49 @@ int mock_slot_of(struct mock_state *state, pid_t pid) {
     for (int i = 0; i < MOCK_MAX_PROCESSES; i++)
         if (atomic_load(&state->processes[i].state) == MOCK_SLOT_ACTIVE && state->processes[i].pid == pid) return i;
     return -1;
+}
+
+int log_capture_begin(struct log_capture *capture, const char *name) {
+    snprintf(capture->path, sizeof capture->path, "%s/%s.log", getenv("VGPU_TEST_DIR"), name);
+    capture->text[0] = '\0';
+    fflush(stderr);
+    capture->saved_fd = dup(STDERR_FILENO);
+    int fd = open(capture->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    EXPECT(capture->saved_fd >= 0 && fd >= 0 && dup2(fd, STDERR_FILENO) == STDERR_FILENO, "stderr redirected to %s",
+           capture->path);
+    close(fd);
+    return 0;
+}
+
+int log_capture_end(struct log_capture *capture) {
+    fflush(stderr);
+    dup2(capture->saved_fd, STDERR_FILENO);
+    close(capture->saved_fd);
+    int fd = open(capture->path, O_RDONLY | O_CLOEXEC);
+    EXPECT(fd >= 0, "%s readable", capture->path);
+    ssize_t got = read(fd, capture->text, sizeof capture->text - 1);
+    close(fd);
+    capture->text[got > 0 ? got : 0] = '\0';
+    return 0;
+}
+
+int lines_containing(const char *text, const char *needle) {
+    int count = 0;
+    for (const char *line = text; *line != '\0';) {
+        const char *end = strchr(line, '\n');
+        size_t length = end != NULL ? (size_t)(end - line) : strlen(line);
+        const char *hit = strstr(line, needle);
+        if (hit != NULL && hit < line + length) count++;
+        line += length + (end != NULL);
+    }
+    return count;
+}
+
+struct vgpu_region *map_region_writable(void) {
+    const char *path = getenv("CUDA_DEVICE_MEMORY_SHARED_CACHE");
+    int fd = path != NULL ? open(path, O_RDWR | O_CLOEXEC) : -1;
+    if (fd < 0) return NULL;
+    void *mapping = mmap(NULL, sizeof(struct vgpu_region), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    return mapping == MAP_FAILED ? NULL : mapping;
 }

@@ -73,6 +73,21 @@ pid_t spawn_self_with(const char *role, const char *extra, const char *const *en
 int wait_child(pid_t pid);
 /* Path of the running test binary. */
 const char *self_path(void);
+/* libvgpu's log lines of a stretch of a check: stderr goes to a file between begin and end. */
+struct log_capture {
+    int saved_fd;
+    char path[600];
+    char text[16384];
+};
+int log_capture_begin(struct log_capture *capture, const char *name);
+/* Restores stderr and reads what was written meanwhile into capture->text. */
+int log_capture_end(struct log_capture *capture);
+/* Lines of text that contain needle. */
+int lines_containing(const char *text, const char *needle);
+/* The container's shared region (CUDA_DEVICE_MEMORY_SHARED_CACHE), mapped writable as any process of
+ * the container can map it; NULL if it cannot be. */
+struct vgpu_region;
+struct vgpu_region *map_region_writable(void);
 /* Reads the mock GPUs' shared state (for checks that measure what the mock saw). */
 struct mock_state;
 struct mock_state *mock_state_for_tests(void);

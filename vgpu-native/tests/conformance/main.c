@@ -48,6 +48,13 @@ static const struct check CHECKS[] = {
     {"probe-compute", check_probe_compute},
     {"overhead-alloc-free", check_overhead_alloc},
     {"overhead-launch", check_overhead_launch},
+    {"region-rewrite-whole-file", check_region_rewrite_whole},
+    {"region-rewrite-used-words", check_region_rewrite_used},
+    {"region-rewrite-limit-words", check_region_rewrite_limits},
+    {"region-rewrite-compute-switch", check_region_rewrite_switch},
+    {"limits-file-refused", check_limits_file_refused},
+    {"partial-nvml", check_partial_nvml},
+    {"fork-while-locked", check_fork_while_locked},
     {"race-worker", role_race_worker},
     {"kill-holder", role_kill_holder},
     {"process-holder", role_process_holder},
@@ -60,6 +67,8 @@ static const struct check CHECKS[] = {
     {"grant-report", role_grant_report},
     {"kernel-sequence", role_kernel_sequence},
     {"kernel-config", role_kernel_config},
+    {"region-newcomer", role_region_newcomer},
+    {"fork-in-once", role_fork_in_once},
 };
 
 int main(int argc, char **argv) {

@@ -271,9 +271,10 @@ int check_free_paths(int argc, char **argv) {
     return expect_free(before, "after untracked and double frees");
 }
 
-/* Usage above the limit (a node monitor lowered it, or another writer of the region overshot):
+/* Usage above the limit, which only a write into the region can cause (the region is then corrupt):
  * free memory reads 0, never a wrapped-around huge number; NVML reads full (used = total, as NVML
- * promises total = used + free); and nothing more can be allocated. */
+ * promises total = used + free); nothing more can be allocated; and once the usage is back, neither
+ * is the region corrupt any more. */
 int check_usage_above_limit(int argc, char **argv) {
     (void)argc, (void)argv;
     uint64_t limit = env_bytes("CUDA_DEVICE_MEMORY_LIMIT");

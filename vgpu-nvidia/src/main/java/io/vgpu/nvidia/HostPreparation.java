@@ -14,7 +14,8 @@ import java.util.Set;
  * What the node agent does on the host for a container's allocation before answering the kubelet:
  * create the host directories of its writable mounts (mode 0777, as HAMi does, because the container's
  * user is unknown) and write its host files (mode 0444, atomically: a container never sees half a
- * limits file). Idempotent. Removing them after the pod is gone is the node agent's business.
+ * limits file, and libvgpu.so refuses one that lacks its last line, {@link
+ * NvidiaContainerContract#LIMITS_FILE_END}). Idempotent. Removing them after the pod is gone is the node agent's business.
  */
 public final class HostPreparation {
   private static final Set<PosixFilePermission> SHARED_DIRECTORY = PosixFilePermissions.fromString("rwxrwxrwx");

@@ -12,7 +12,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Set;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
@@ -36,18 +35,22 @@ import java.util.stream.Collectors;
  *       container's own value (the admission webhook sets it from {@code gpuCorePolicy}), else {@code
  *       gpuCorePolicy} unless {@code default};
  *   <li>{@code CUDA_TASK_PRIORITY}: the container's own value (the webhook sets it from {@code
- *       nvidia.com/priority}).
+ *       nvidia.com/priority});
+ *   <li>{@code CUDA_DISABLE_CONTROL=true} only in a namespace of {@link
+ *       ContractSettings#disableControlNamespaces()}.
  * </ul>
  *
  * Mounts: {@code <hook>/vgpu/libvgpu.so} read-only; the per-container directory read-write at {@code
- * <hook>/vgpu}; {@code /tmp/vgpulock}; {@code /etc/ld.so.preload} read-only unless the container sets
- * {@code CUDA_DISABLE_CONTROL} to a true value (Go's {@code strconv.ParseBool}, as HAMi); and {@code
- * /etc/vgpu/limits} read-only. Paths: {@link HookLayout}.
+ * <hook>/vgpu}; {@code /tmp/vgpulock}; {@code /etc/ld.so.preload} read-only, left out only in a namespace
+ * of {@link ContractSettings#disableControlNamespaces()} (the container's own {@code
+ * CUDA_DISABLE_CONTROL}, which HAMi obeys, is ignored: a pod must not switch its own limits off); and
+ * {@code /etc/vgpu/limits} read-only. Paths: {@link HookLayout}.
  *
  * <p>The limits file holds every key above except {@code NVIDIA_VISIBLE_DEVICES}, as {@code KEY=VALUE}
- * lines: the same limits as the environment, so a process whose environment was edited or lost still
- * meets them. It is one of the allocation's host files; the node agent writes it (see {@link
- * HostPreparation}). With device specs, the GPUs' device nodes and those of {@code /dev/nvidiactl},
+ * lines, and ends with the line {@value #LIMITS_FILE_END}, which libvgpu.so requires (a file without it
+ * is cut short, and refused): the same limits as the environment, so a process whose environment was
+ * edited or lost still meets them. It is one of the allocation's host files; the node agent writes it
+ * (see {@link HostPreparation}). With device specs, the GPUs' device nodes and those of {@code /dev/nvidiactl},
  * {@code /dev/nvidia-uvm}, {@code /dev/nvidia-uvm-tools}, {@code /dev/nvidia-modeset} that exist under
  * the device root are passed, read-write.
  */
@@ -55,12 +58,13 @@ public final class NvidiaContainerContract implements ContainerContract {
   /** The environment variable of the visible GPUs, which the limits file does not carry. */
   public static final String VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES";
 
+  /** The last line of every limits file: libvgpu.so refuses a file without it as incomplete. */
+  public static final String LIMITS_FILE_END = "END";
+
   private static final String TASK_PRIORITY = "CUDA_TASK_PRIORITY";
   private static final String CORE_POLICY = "GPU_CORE_UTILIZATION_POLICY";
   private static final String DISABLE_CONTROL = "CUDA_DISABLE_CONTROL";
   private static final List<String> CONTROL_DEVICES = List.of("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset");
-  /** Go's {@code strconv.ParseBool} true values. */
-  private static final Set<String> GO_TRUE = Set.of("1", "t", "T", "TRUE", "true", "True");
   /** The priorities libvgpu.so accepts: an optional minus and at most seven digits, within +-1000000. */
   private static final Pattern PRIORITY = Pattern.compile("-?[0-9]{1,7}");
   private static final long PRIORITY_LIMIT = 1_000_000;
@@ -94,7 +98,11 @@ public final class NvidiaContainerContract implements ContainerContract {
       return new Allocation(Map.of(), List.of(), List.of());
     }
     String where = "pod " + pod + " container " + grant.name();
+    boolean controlDisabled = settings.controlDisabledIn(pod.namespace());
     Map<String, String> limits = limits(devices, containerEnv, where);
+    if (controlDisabled) {
+      limits.put(DISABLE_CONTROL, "true");
+    }
     Map<String, String> env = new LinkedHashMap<>();
     env.put(VISIBLE_DEVICES, devices.stream().map(DeviceGrant::uuid).collect(Collectors.joining(",")));
     env.putAll(limits);
@@ -103,7 +111,7 @@ public final class NvidiaContainerContract implements ContainerContract {
     mounts.add(new Mount(layout.library(), layout.library(), true));
     mounts.add(new Mount(layout.vgpuDirectory(), layout.containerDirectory(podUid, grant.name()), false));
     mounts.add(new Mount(HookLayout.LOCK_DIRECTORY, HookLayout.LOCK_DIRECTORY, false));
-    if (!GO_TRUE.contains(containerEnv.getOrDefault(DISABLE_CONTROL, ""))) {
+    if (!controlDisabled) {
       mounts.add(new Mount(HookLayout.CONTAINER_PRELOAD_FILE, layout.preloadFile(), true));
     }
     mounts.add(new Mount(HookLayout.CONTAINER_LIMITS_FILE, limitsFile, true));
@@ -197,6 +205,6 @@ public final class NvidiaContainerContract implements ContainerContract {
     // a comment must stay one line: libvgpu.so reads the next line as a key
     out.append("# vgpu limits of ").append(subject.replaceAll("\\p{Cntrl}", "?")).append('\n');
     limits.forEach((key, value) -> out.append(key).append('=').append(value).append('\n'));
-    return out.toString();
+    return out.append(LIMITS_FILE_END).append('\n').toString();
   }
 }

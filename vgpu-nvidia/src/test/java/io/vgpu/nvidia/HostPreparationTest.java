@@ -2,7 +2,11 @@ package io.vgpu.nvidia;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.vgpu.api.ContainerGrant;
+import io.vgpu.api.DeviceGrant;
+import io.vgpu.api.PodRef;
 import io.vgpu.api.spi.ContainerContract;
+import io.vgpu.api.spi.ContractSettings;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -37,5 +41,19 @@ class HostPreparationTest {
 
     HostPreparation.prepare(allocation);
     assertThat(Files.list(limits.getParent())).containsExactly(limits);
+  }
+
+  @Test
+  void everyVgpuContainerGetsACompleteLimitsFileOnTheHost(@TempDir Path hook) throws IOException {
+    ContainerContract contract = new NvidiaContainerContract(ContractSettings.DEFAULT.withHookPath(hook.toString()));
+    ContainerGrant grant = new ContainerGrant("main", List.of(new DeviceGrant("GPU-12345678-1234-1234-1234-123456780000", "NVIDIA", 2048, 30)));
+    ContainerContract.Allocation allocation = contract.allocate(new PodRef("ml", "train"), "uid", grant, Map.of());
+    HostPreparation.prepare(allocation);
+    Path limits = hook.resolve("vgpu/limits/uid_main");
+    assertThat(Files.readString(limits))
+        .startsWith("# vgpu limits of pod ml/train container main\n")
+        .contains("\nCUDA_DEVICE_MEMORY_LIMIT_0=2048m\n")
+        .endsWith("\n" + NvidiaContainerContract.LIMITS_FILE_END + "\n");
+    assertThat(mode(limits)).isEqualTo("r--r--r--");
   }
 }

@@ -16,6 +16,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.ServiceLoader;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -76,6 +77,7 @@ class NvidiaContainerContractTest {
             CUDA_DEVICE_SM_LIMIT=25
             CUDA_DEVICE_MEMORY_SHARED_CACHE=/usr/local/vgpu/vgpu.cache
             LIBCUDA_LOG_LEVEL=1
+            END
             """);
   }
 
@@ -115,6 +117,7 @@ class NvidiaContainerContractTest {
             CUDA_OVERSUBSCRIBE=true
             GPU_CORE_UTILIZATION_POLICY=force
             CUDA_TASK_PRIORITY=1
+            END
             """);
   }
 
@@ -142,6 +145,7 @@ class NvidiaContainerContractTest {
             CUDA_DEVICE_SM_LIMIT=10
             CUDA_DEVICE_MEMORY_SHARED_CACHE=/usr/local/vgpu/vgpu.cache
             LIBCUDA_LOG_LEVEL=3
+            END
             env NVIDIA_VISIBLE_DEVICES=GPU-12345678-1234-1234-1234-123456780000
             env CUDA_DEVICE_MEMORY_LIMIT_0=3072m
             env CUDA_DEVICE_SM_LIMIT=15
@@ -150,6 +154,7 @@ class NvidiaContainerContractTest {
             mount /usr/local/vgpu/libvgpu.so <- /usr/local/vgpu/libvgpu.so ro
             mount /usr/local/vgpu <- /usr/local/vgpu/containers/6f1c2d3e-0000-4000-8000-000000000001_b rw
             mount /tmp/vgpulock <- /tmp/vgpulock rw
+            mount /etc/ld.so.preload <- /usr/local/vgpu/ld.so.preload ro
             mount /etc/vgpu/limits <- /usr/local/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_b ro
             file /usr/local/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_b
             # vgpu limits of pod ml/train container b
@@ -157,6 +162,7 @@ class NvidiaContainerContractTest {
             CUDA_DEVICE_SM_LIMIT=15
             CUDA_DEVICE_MEMORY_SHARED_CACHE=/usr/local/vgpu/vgpu.cache
             LIBCUDA_LOG_LEVEL=3
+            END
             """);
   }
 
@@ -186,22 +192,32 @@ class NvidiaContainerContractTest {
         expected.append(k).append('=').append(v).append('\n');
       }
     });
+    expected.append("END\n");
     assertThat(a.hostFiles().get(0).content()).isEqualTo(expected.toString());
     assertThat(a.env()).containsEntry("GPU_CORE_UTILIZATION_POLICY", "disable").doesNotContainKey("CUDA_DEVICE_SM_LIMIT_0");
   }
 
   @Test
-  void disableControlSkipsTheSystemPreloadAsInHami() {
+  void aPodCannotSwitchItsOwnLimitsOff() {
     ContainerContract contract = contract(ContractSettings.DEFAULT);
     for (String yes : new String[] {"true", "1", "T", "TRUE"}) {
       Allocation a = contract.allocate(POD, UID, grant("main", gpu(GPU0, 1024, 0)), Map.of("CUDA_DISABLE_CONTROL", yes));
-      assertThat(a.mounts()).as(yes).noneMatch(m -> m.containerPath().equals("/etc/ld.so.preload"));
+      assertThat(a.mounts()).as(yes).anyMatch(m -> m.containerPath().equals("/etc/ld.so.preload") && m.readOnly());
       assertThat(a.env()).as(yes).doesNotContainKey("CUDA_DISABLE_CONTROL");
+      assertThat(a.hostFiles().get(0).content()).as(yes).doesNotContain("CUDA_DISABLE_CONTROL").endsWith("\nEND\n");
     }
-    for (String no : new String[] {"false", "yes", "on", ""}) {
-      Allocation a = contract.allocate(POD, UID, grant("main", gpu(GPU0, 1024, 0)), Map.of("CUDA_DISABLE_CONTROL", no));
-      assertThat(a.mounts()).as("'%s' is not true for Go", no).anyMatch(m -> m.containerPath().equals("/etc/ld.so.preload"));
-    }
+  }
+
+  @Test
+  void onlyTheDeviceConfigsNamespacesRunWithoutEnforcement() {
+    ContainerContract contract = contract(ContractSettings.DEFAULT.withDisableControlNamespaces(Set.of("ml", "tools")));
+    Allocation exempt = contract.allocate(POD, UID, grant("main", gpu(GPU0, 1024, 10)), Map.of());
+    assertThat(exempt.mounts()).noneMatch(m -> m.containerPath().equals("/etc/ld.so.preload"));
+    assertThat(exempt.env()).containsEntry("CUDA_DISABLE_CONTROL", "true");
+    assertThat(exempt.hostFiles().get(0).content()).contains("\nCUDA_DISABLE_CONTROL=true\nEND\n");
+    Allocation enforced = contract.allocate(new PodRef("other", "train"), UID, grant("main", gpu(GPU0, 1024, 10)), Map.of("CUDA_DISABLE_CONTROL", "true"));
+    assertThat(enforced.mounts()).anyMatch(m -> m.containerPath().equals("/etc/ld.so.preload"));
+    assertThat(enforced.env()).doesNotContainKey("CUDA_DISABLE_CONTROL");
   }
 
   @Test

@@ -24,7 +24,7 @@ public interface ContainerContract {
    * @param podUid the pod's UID (names the per-container directory on the host)
    * @param grant the container's grant, devices in the container's order
    * @param containerEnv the environment the container's manifest sets (some keys change the contract,
-   *     e.g. {@code CUDA_DISABLE_CONTROL})
+   *     e.g. {@code CUDA_TASK_PRIORITY}; never whether limits are enforced)
    * @return the container's allocation
    */
   Allocation allocate(PodRef pod, String podUid, ContainerGrant grant, Map<String, String> containerEnv);

@@ -6,6 +6,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 
 /**
  * What a {@link ContainerContract} needs to know besides a container's grant: where the interposer
@@ -31,6 +32,9 @@ import java.util.TreeMap;
  * @param deviceNodes per device UUID, the device nodes a container granted that device receives, as
  *     paths inside the container (e.g. {@code /dev/nvidia3}); the node agent fills it from its device
  *     source; used with {@code passDeviceSpecs}
+ * @param disableControlNamespaces the namespaces whose containers run without enforcement (device config
+ *     {@code disableControlNamespaces}); the only way to switch the interposer off, since a pod's own
+ *     {@code CUDA_DISABLE_CONTROL} is not trusted
  */
 public record ContractSettings(
     String hookPath,
@@ -40,7 +44,8 @@ public record ContractSettings(
     boolean memoryOversubscribed,
     boolean passDeviceSpecs,
     String devRoot,
-    Map<String, List<String>> deviceNodes) {
+    Map<String, List<String>> deviceNodes,
+    Set<String> disableControlNamespaces) {
 
   /** HAMi's default {@code HOOK_PATH}. */
   public static final String DEFAULT_HOOK_PATH = "/usr/local";
@@ -50,12 +55,12 @@ public record ContractSettings(
 
   /**
    * HAMi's defaults: hook path {@value #DEFAULT_HOOK_PATH}, log level 1 (the Helm chart's), policy
-   * {@code default}, no oversubscription, no device specs.
+   * {@code default}, no oversubscription, no device specs; enforcement in every namespace.
    */
   public static final ContractSettings DEFAULT =
-      new ContractSettings(DEFAULT_HOOK_PATH, "1", "default", false, false, false, "/", Map.of());
+      new ContractSettings(DEFAULT_HOOK_PATH, "1", "default", false, false, false, "/", Map.of(), Set.of());
 
-  /** Validates the fields and copies the device nodes, sorted by UUID. */
+  /** Validates the fields and copies the device nodes, sorted by UUID, and the namespaces, sorted. */
   public ContractSettings {
     Objects.requireNonNull(hookPath, "hookPath");
     Objects.requireNonNull(libCudaLogLevel, "libCudaLogLevel");
@@ -77,6 +82,8 @@ public record ContractSettings(
     Map<String, List<String>> nodes = new TreeMap<>();
     deviceNodes.forEach((uuid, paths) -> nodes.put(uuid, List.copyOf(paths)));
     deviceNodes = Collections.unmodifiableMap(nodes);
+    Objects.requireNonNull(disableControlNamespaces, "disableControlNamespaces");
+    disableControlNamespaces = Collections.unmodifiableSet(new TreeSet<>(disableControlNamespaces));
   }
 
   /**
@@ -92,31 +99,41 @@ public record ContractSettings(
 
   /** Returns a copy with another hook path. */
   public ContractSettings withHookPath(String value) {
-    return new ContractSettings(value, libCudaLogLevel, gpuCorePolicy, disableCoreLimit, memoryOversubscribed, passDeviceSpecs, devRoot, deviceNodes);
+    return new ContractSettings(value, libCudaLogLevel, gpuCorePolicy, disableCoreLimit, memoryOversubscribed, passDeviceSpecs, devRoot, deviceNodes, disableControlNamespaces);
   }
 
   /** Returns a copy with another log level. */
   public ContractSettings withLibCudaLogLevel(String value) {
-    return new ContractSettings(hookPath, value, gpuCorePolicy, disableCoreLimit, memoryOversubscribed, passDeviceSpecs, devRoot, deviceNodes);
+    return new ContractSettings(hookPath, value, gpuCorePolicy, disableCoreLimit, memoryOversubscribed, passDeviceSpecs, devRoot, deviceNodes, disableControlNamespaces);
   }
 
   /** Returns a copy with another compute policy. */
   public ContractSettings withGpuCorePolicy(String value) {
-    return new ContractSettings(hookPath, libCudaLogLevel, value, disableCoreLimit, memoryOversubscribed, passDeviceSpecs, devRoot, deviceNodes);
+    return new ContractSettings(hookPath, libCudaLogLevel, value, disableCoreLimit, memoryOversubscribed, passDeviceSpecs, devRoot, deviceNodes, disableControlNamespaces);
   }
 
   /** Returns a copy with compute limits switched off, or not, for every container. */
   public ContractSettings withDisableCoreLimit(boolean value) {
-    return new ContractSettings(hookPath, libCudaLogLevel, gpuCorePolicy, value, memoryOversubscribed, passDeviceSpecs, devRoot, deviceNodes);
+    return new ContractSettings(hookPath, libCudaLogLevel, gpuCorePolicy, value, memoryOversubscribed, passDeviceSpecs, devRoot, deviceNodes, disableControlNamespaces);
   }
 
   /** Returns a copy that says whether memory is oversubscribed. */
   public ContractSettings withMemoryOversubscribed(boolean value) {
-    return new ContractSettings(hookPath, libCudaLogLevel, gpuCorePolicy, disableCoreLimit, value, passDeviceSpecs, devRoot, deviceNodes);
+    return new ContractSettings(hookPath, libCudaLogLevel, gpuCorePolicy, disableCoreLimit, value, passDeviceSpecs, devRoot, deviceNodes, disableControlNamespaces);
   }
 
   /** Returns a copy that passes device nodes found under {@code root}: {@code nodes} per device UUID. */
   public ContractSettings withDeviceSpecs(String root, Map<String, List<String>> nodes) {
-    return new ContractSettings(hookPath, libCudaLogLevel, gpuCorePolicy, disableCoreLimit, memoryOversubscribed, true, root, nodes);
+    return new ContractSettings(hookPath, libCudaLogLevel, gpuCorePolicy, disableCoreLimit, memoryOversubscribed, true, root, nodes, disableControlNamespaces);
+  }
+
+  /** Returns a copy whose containers in {@code namespaces} run without enforcement. */
+  public ContractSettings withDisableControlNamespaces(Set<String> namespaces) {
+    return new ContractSettings(hookPath, libCudaLogLevel, gpuCorePolicy, disableCoreLimit, memoryOversubscribed, passDeviceSpecs, devRoot, deviceNodes, namespaces);
+  }
+
+  /** Whether containers of {@code namespace} run without enforcement. */
+  public boolean controlDisabledIn(String namespace) {
+    return disableControlNamespaces.contains(namespace);
   }
 }

@@ -4,13 +4,17 @@ import io.vgpu.api.ResourceSchema;
 import io.vgpu.api.SharingConfig;
 import io.vgpu.api.spi.ContractSettings;
 import io.vgpu.core.EngineConfig;
+import java.util.Collections;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
+import java.util.TreeSet;
 
 /**
  * HAMi's NVIDIA device configuration (the {@code nvidia} section of {@code device-config.yaml}) plus the
  * scheduler's default policies and the node agent's memory watchdog: one record shared by {@code vgpu
- * simulate}, the scheduler and the device plugin. Keys and defaults are HAMi's, except {@code watchdog}.
+ * simulate}, the scheduler and the device plugin. Keys and defaults are HAMi's, except {@code watchdog}
+ * and {@code disableControlNamespaces}.
  *
  * @param resourceCountName the count resource ({@code nvidia.com/gpu})
  * @param resourceMemoryName the memory resource ({@code nvidia.com/gpumem})
@@ -37,6 +41,9 @@ import java.util.Objects;
  * @param gpuSchedulerPolicy the default device policy ({@code spread}, {@code binpack}, a chain, or a
  *     registered placement policy such as {@code fgd})
  * @param watchdog the node agent's memory watchdog (vgpu's own key, not HAMi's)
+ * @param disableControlNamespaces namespaces whose GPU containers run without enforcement (vgpu's own
+ *     key, not HAMi's): the node agent leaves their interposer out; no other setting, and nothing a pod
+ *     sets, switches enforcement off (HAMi obeys a pod's {@code CUDA_DISABLE_CONTROL}; vgpu does not)
  */
 public record DeviceConfig(
     String resourceCountName,
@@ -61,7 +68,8 @@ public record DeviceConfig(
     boolean enableNumaTopology,
     String nodeSchedulerPolicy,
     String gpuSchedulerPolicy,
-    WatchdogConfig watchdog) {
+    WatchdogConfig watchdog,
+    Set<String> disableControlNamespaces) {
 
   /** HAMi's defaults (Helm chart values). */
   public static final DeviceConfig DEFAULT = builder().build();
@@ -80,6 +88,7 @@ public record DeviceConfig(
     Objects.requireNonNull(nodeSchedulerPolicy, "nodeSchedulerPolicy");
     Objects.requireNonNull(gpuSchedulerPolicy, "gpuSchedulerPolicy");
     Objects.requireNonNull(watchdog, "watchdog");
+    disableControlNamespaces = Collections.unmodifiableSet(new TreeSet<>(Objects.requireNonNull(disableControlNamespaces, "disableControlNamespaces")));
     sharingOf(deviceSplitCount, deviceMemoryScaling, deviceCoreScaling, preConfiguredDeviceMemory);
   }
 
@@ -108,8 +117,9 @@ public record DeviceConfig(
 
   /**
    * What the container contract takes from this configuration ({@code libCudaLogLevel}, {@code
-   * gpuCorePolicy}, {@code disableCoreLimit}, and oversubscription when {@code deviceMemoryScaling > 1}),
-   * over HAMi's node defaults; the node agent adds its own hook path and device specs.
+   * gpuCorePolicy}, {@code disableCoreLimit}, {@code disableControlNamespaces}, and oversubscription when
+   * {@code deviceMemoryScaling > 1}), over HAMi's node defaults; the node agent adds its own hook path and
+   * device specs.
    *
    * @throws IllegalArgumentException when {@code libCudaLogLevel} is not a digit 0-9 or empty
    */
@@ -118,7 +128,8 @@ public record DeviceConfig(
         .withLibCudaLogLevel(libCudaLogLevel)
         .withGpuCorePolicy(gpuCorePolicy)
         .withDisableCoreLimit(disableCoreLimit)
-        .withMemoryOversubscribed(deviceMemoryScaling > 1);
+        .withMemoryOversubscribed(deviceMemoryScaling > 1)
+        .withDisableControlNamespaces(disableControlNamespaces);
   }
 
   /** The engine configuration: schema and default policies. */
@@ -155,6 +166,7 @@ public record DeviceConfig(
     private String nodeSchedulerPolicy = "binpack";
     private String gpuSchedulerPolicy = "spread";
     private WatchdogConfig watchdog = WatchdogConfig.DEFAULT;
+    private Set<String> disableControlNamespaces = Set.of();
 
     private Builder() {}
 
@@ -182,6 +194,7 @@ public record DeviceConfig(
       nodeSchedulerPolicy = c.nodeSchedulerPolicy;
       gpuSchedulerPolicy = c.gpuSchedulerPolicy;
       watchdog = c.watchdog;
+      disableControlNamespaces = c.disableControlNamespaces;
     }
 
     /** Sets {@code resourceCountName}. */
@@ -322,6 +335,12 @@ public record DeviceConfig(
       return this;
     }
 
+    /** Sets {@code disableControlNamespaces}. */
+    public Builder disableControlNamespaces(Set<String> v) {
+      disableControlNamespaces = v;
+      return this;
+    }
+
     /**
      * Builds the configuration.
      *
@@ -351,7 +370,8 @@ public record DeviceConfig(
           enableNumaTopology,
           nodeSchedulerPolicy,
           gpuSchedulerPolicy,
-          watchdog);
+          watchdog,
+          disableControlNamespaces);
     }
   }
 }

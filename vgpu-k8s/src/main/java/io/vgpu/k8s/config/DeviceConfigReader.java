@@ -13,14 +13,16 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.regex.Pattern;
 
 /**
  * Reads {@link DeviceConfig}s: the {@code config} and {@code setConfig} mappings of a scenario (keys of
- * HAMi's {@code nvidia} section plus {@code nodeSchedulerPolicy}, {@code gpuSchedulerPolicy} and vgpu's
- * {@code watchdog} mapping), and HAMi's {@code device-config.yaml} file, whose {@code nvidia} section is
- * read and whose other vendors' sections are ignored. Unknown keys and values of the wrong type are
- * {@link InputException}s naming the key, the value and the position.
+ * HAMi's {@code nvidia} section plus {@code nodeSchedulerPolicy}, {@code gpuSchedulerPolicy}, and two
+ * keys of vgpu's own: the {@code watchdog} mapping and {@code disableControlNamespaces}, a list of
+ * namespaces whose containers run without enforcement), and HAMi's {@code device-config.yaml} file,
+ * whose {@code nvidia} section is read and whose other vendors' sections are ignored. Unknown keys and
+ * values of the wrong type are {@link InputException}s naming the key, the value and the position.
  */
 public final class DeviceConfigReader {
   /** The keys a configuration mapping may hold. */
@@ -48,7 +50,8 @@ public final class DeviceConfigReader {
           "enableNumaTopology",
           "nodeSchedulerPolicy",
           "gpuSchedulerPolicy",
-          "watchdog");
+          "watchdog",
+          "disableControlNamespaces");
 
   /** The keys of the {@code watchdog} mapping. */
   public static final List<String> WATCHDOG_KEYS = List.of("action", "pollInterval", "gracePeriod", "toleranceMiB");
@@ -60,6 +63,8 @@ public final class DeviceConfigReader {
   private static final Set<String> DEVICE_POLICY_TOKENS = Set.of("binpack", "spread", "mutex", "numa", "topology-aware");
   private static final Set<String> CORE_POLICIES = Set.of("default", "force", "disable");
   private static final Pattern MIG_PROFILE = Pattern.compile("\\d+g\\.\\S+");
+  /** A Kubernetes namespace name (RFC 1123 label). */
+  private static final Pattern NAMESPACE = Pattern.compile("[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?");
 
   private final Set<String> placementPolicies;
 
@@ -122,6 +127,7 @@ public final class DeviceConfigReader {
         case "nodeSchedulerPolicy" -> b.nodeSchedulerPolicy(oneOf(v, f, Set.of("binpack", "spread")));
         case "gpuSchedulerPolicy" -> b.gpuSchedulerPolicy(devicePolicy(v, f));
         case "watchdog" -> b.watchdog(watchdog(base.watchdog(), v, f));
+        case "disableControlNamespaces" -> b.disableControlNamespaces(namespaces(v, f));
         default -> throw new IllegalStateException("key " + e.key() + " is listed in KEYS but not read");
       }
     }
@@ -241,6 +247,21 @@ public final class DeviceConfigReader {
         }
       }
       out.add(new MigProfileAllowance(models, profiles));
+    }
+    return out;
+  }
+
+  private static Set<String> namespaces(YamlNode node, String field) {
+    if (node instanceof YamlScalar s && s.kind() == YamlScalar.Kind.NULL) {
+      return Set.of();
+    }
+    Set<String> out = new TreeSet<>();
+    for (YamlNode item : node.asList(field).items()) {
+      String name = item.asScalar(field).asString(field);
+      if (!NAMESPACE.matcher(name).matches()) {
+        throw new InputException(item.position(), field + ": '" + name + "' is not a namespace name");
+      }
+      out.add(name);
     }
     return out;
   }

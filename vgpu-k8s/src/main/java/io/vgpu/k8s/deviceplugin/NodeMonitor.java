@@ -23,7 +23,9 @@ import java.util.function.Supplier;
  * HAMi's node metrics (vGPUmonitor's names and labels, {@code zone="vGPU"}): the host's GPUs as the
  * driver sees them, and every granted container's usage read from its shared region. A container is
  * reported from the moment its pod is granted cards — with its limits and zero usage until its first
- * CUDA call creates the region — not only once it touches the GPU.
+ * CUDA call creates the region — not only once it touches the GPU. Every process of the container can
+ * write its region, so the limit reported is always the grant's, never the region's; usage is what the
+ * container's processes report (issue 12's node watchdog checks it against the driver's own numbers).
  */
 public final class NodeMonitor implements MultiCollector {
   private static final double MIB = 1024.0 * 1024.0;
@@ -131,7 +133,7 @@ public final class NodeMonitor implements MultiCollector {
             "vdevice_index", Integer.toString(i), "device_uuid", grant.uuid()
           };
           long used = usage == null ? 0 : usage.memoryUsed();
-          long limit = usage != null && usage.memoryLimit() > 0 ? usage.memoryLimit() : (long) (grant.memoryMiB() * MIB);
+          long limit = (long) (grant.memoryMiB() * MIB);
           long context = usage == null ? 0 : Math.min(usage.contextBytes(), used);
           f.gauge("hami_vgpu_memory_used_bytes", "vGPU device memory usage", used, labels);
           OptionalLong nvml = driver.usedBytes(pod.getMetadata().getUid(), container, grant.uuid());

@@ -15,7 +15,9 @@ import java.util.Optional;
 /**
  * Reads a container's shared region — the file every process of the container maps through
  * {@code libvgpu.so} ({@code CUDA_DEVICE_MEMORY_SHARED_CACHE}) — in layout version 1 as {@code
- * vgpu-native/README.md} documents it. Read-only: the node monitor never locks or writes it.
+ * vgpu-native/README.md} documents it. Read-only: the node monitor never locks or writes it. Every
+ * process of the container can write the file, so what it says is the container's own account: fit for
+ * metrics, not for enforcement.
  */
 public final class SharedRegion {
   /** "VGPUREG1" in little-endian. */
@@ -30,7 +32,8 @@ public final class SharedRegion {
    *
    * @param ordinal the container's device index
    * @param uuid the device's UUID, empty until a CUDA process learnt it
-   * @param memoryLimit the memory limit in bytes, 0 for none
+   * @param memoryLimit the memory limit in bytes the container's first process wrote, 0 for none (not
+   *     trusted: the grant is the limit)
    * @param memoryUsed bytes charged by all the container's processes (allocations and contexts)
    * @param memoryPeak the high-water mark of {@code memoryUsed}
    * @param contextBytes memory the last context created on the device took

@@ -64,6 +64,7 @@ class DeviceConfigReaderTest {
             enableNumaTopology: true
             nodeSchedulerPolicy: spread
             gpuSchedulerPolicy: binpack,numa
+            disableControlNamespaces: [gpu-admin, kube-system]
             """);
     assertThat(c.schema())
         .isEqualTo(
@@ -78,6 +79,22 @@ class DeviceConfigReaderTest {
     assertThat(c.migProfileAllowlist()).containsExactly(new MigProfileAllowance(List.of("A100-SXM4-40GB"), List.of("1g.5gb", "7g.40gb")));
     assertThat(c.libCudaLogLevel()).isEqualTo("3");
     assertThat(c.enableNumaTopology()).isTrue();
+    assertThat(c.disableControlNamespaces()).containsExactly("gpu-admin", "kube-system");
+  }
+
+  @Test
+  void onlyTheNamedNamespacesRunWithoutEnforcement() {
+    assertThat(DeviceConfig.DEFAULT.disableControlNamespaces()).isEmpty();
+    assertThat(DeviceConfig.DEFAULT.contractSettings().controlDisabledIn("kube-system")).isFalse();
+    DeviceConfig c = read("disableControlNamespaces:\n- gpu-admin\n");
+    assertThat(c.contractSettings().disableControlNamespaces()).containsExactly("gpu-admin");
+    assertThat(c.contractSettings().controlDisabledIn("gpu-admin")).isTrue();
+    assertThat(c.contractSettings().controlDisabledIn("ml")).isFalse();
+    assertThat(read("disableControlNamespaces:\n").disableControlNamespaces()).isEmpty();
+    assertThatThrownBy(() -> read("disableControlNamespaces: [ml, Team_A]\n"))
+        .isInstanceOf(InputException.class)
+        .hasMessage("c.yaml:1:32: config.disableControlNamespaces: 'Team_A' is not a namespace name");
+    assertThatThrownBy(() -> read("disableControlNamespaces: ml\n")).hasMessageContaining("config.disableControlNamespaces");
   }
 
   @Test

@@ -108,8 +108,12 @@ class NodeAgentTest {
           continue;
         }
         List<String> ids = Collections.nCopies(container.devices().size(), "any");
-        Map<String, String> env = kubelet.allocate(ids).getContainerResponses(0).getEnvsMap();
+        var response = kubelet.allocate(ids).getContainerResponses(0);
+        Map<String, String> env = response.getEnvsMap();
         assertThat(new java.util.TreeMap<>(env)).as(outcome.pod() + "/" + container.name()).isEqualTo(new java.util.TreeMap<>(container.env()));
+        // two-containers/b sets CUDA_DISABLE_CONTROL=true in its spec: a pod cannot switch its limits off
+        assertThat(response.getMountsList()).as(outcome.pod() + "/" + container.name() + " is preloaded")
+            .anyMatch(m -> m.getContainerPath().equals("/etc/ld.so.preload") && m.getReadOnly());
         compared++;
       }
       Map<String, String> after = client.pods().inNamespace(outcome.pod().namespace()).withName(outcome.pod().name()).get().getMetadata().getAnnotations();
@@ -133,7 +137,7 @@ class NodeAgentTest {
     Path containerDir = hook.resolve("vgpu/containers/" + uid + "_gpu");
     Path limits = hook.resolve("vgpu/limits/" + uid + "_gpu");
     assertThat(containerDir).isDirectory();
-    assertThat(Files.readString(limits)).contains("CUDA_DEVICE_MEMORY_LIMIT_0=4096m").contains("CUDA_DEVICE_SM_LIMIT=25");
+    assertThat(Files.readString(limits)).contains("CUDA_DEVICE_MEMORY_LIMIT_0=4096m").contains("CUDA_DEVICE_SM_LIMIT=25").endsWith("\nEND\n");
     if (Interposer.bundled()) {
       assertThat(hook.resolve("vgpu/libvgpu.so")).isRegularFile();
       assertThat(Files.readString(hook.resolve("vgpu/ld.so.preload")).strip()).isEqualTo(hook.resolve("vgpu/libvgpu.so").toString());

@@ -8,7 +8,10 @@ import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.vgpu.k8s.codec.HamiAnnotations;
 import java.io.ByteArrayOutputStream;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.util.List;
@@ -78,5 +81,24 @@ class NodeMonitorTest {
     done.getStatus().setPhase("Succeeded");
     NodeMonitor monitor = new NodeMonitor("n1", () -> List.of(elsewhere, done), (uid, c) -> dir.resolve("x"), List::of, Clock.systemUTC());
     assertThat(scrape(monitor)).doesNotContain("hami_vgpu_memory_limit_bytes");
+  }
+
+  @Test
+  void theLimitReportedIsTheGrantsWhateverTheContainerWroteIntoItsRegion(@TempDir Path dir) throws Exception {
+    ByteBuffer region = ByteBuffer.allocate(8192).order(ByteOrder.LITTLE_ENDIAN);
+    region.putLong(0, SharedRegion.MAGIC).putInt(8, SharedRegion.VERSION).putInt(16, 16).putInt(20, 256).putLong(32, 4096);
+    region.put(4096, GPU0.getBytes(StandardCharsets.US_ASCII));
+    region.putLong(4096 + 96, 999L << 30); // a process of the container widened the limit words
+    region.putLong(4096 + 112, 3L << 30);
+    Path file = dir.resolve("uid-w_gpu/vgpu.shr");
+    Files.createDirectories(file.getParent());
+    Files.write(file, region.array());
+    NodeMonitor monitor =
+        new NodeMonitor("n1", () -> List.of(granted("w", "uid-w", GPU0 + ",NVIDIA,4096,25:;")), (uid, c) -> dir.resolve(uid + "_" + c + "/vgpu.shr"),
+            List::of, Clock.systemUTC());
+    String labels = "container=\"gpu\",device_uuid=\"" + GPU0 + "\",namespace=\"team\",pod=\"w\",vdevice_index=\"0\",zone=\"vGPU\"";
+    assertThat(scrape(monitor))
+        .contains("hami_vgpu_memory_limit_bytes{" + labels + "} 4.294967296E9")
+        .contains("hami_vgpu_memory_used_bytes{" + labels + "} 3.221225472E9");
   }
 }
