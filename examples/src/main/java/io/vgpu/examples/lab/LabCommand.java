@@ -97,6 +97,7 @@ public final class LabCommand implements Callable<Integer> {
         report.put("seconds", Math.round((System.nanoTime() - start) / 1e7) / 100.0);
         if (workspace.kept()) {
           LabKeep.writeApiObjects(cluster, workspace);
+          workspace.write("report.json", SimulationJson.pretty(report));
         }
         return report;
       } finally {

@@ -75,7 +75,9 @@ public final class LabRun {
       settle(event.describe());
       List<PodRef> placedAfter = cluster.kubeScheduler().placed();
       ArrayNode scheduled = step.putArray("scheduled");
-      placedAfter.subList(placedBefore.size(), placedAfter.size()).forEach(p -> scheduled.add(p.toString()));
+      List<PodRef> placedNow = placedAfter.subList(placedBefore.size(), placedAfter.size());
+      placedNow.forEach(p -> scheduled.add(p.toString()));
+      step.set("placed", placements(placedNow));
       step.set("uids", uids());
       if (step.has("metrics")) {
         step.set("metrics", step.remove("metrics")); // after scheduled and uids, for reading order
@@ -201,6 +203,24 @@ public final class LabRun {
           }
         }
       }
+    }
+    return out;
+  }
+
+  /**
+   * Where the pods this step placed went, read from their API objects now: the node and each
+   * container's cards (so a check can compare placements of pods a later step deletes).
+   */
+  private ObjectNode placements(List<PodRef> placed) {
+    ObjectNode out = PodJson.mapper().createObjectNode();
+    for (PodRef ref : placed) {
+      Pod pod = cluster.client().pods().inNamespace(ref.namespace()).withName(ref.name()).get();
+      if (pod == null) {
+        continue;
+      }
+      ObjectNode entry = out.putObject(ref.toString());
+      entry.put("node", Optional.ofNullable(pod.getSpec().getNodeName()).orElse(""));
+      entry.set("containers", LabReportBuilder.containerDevices(pod));
     }
     return out;
   }

@@ -1,8 +1,12 @@
 package io.vgpu.examples.lab.checks;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.node.ArrayNode;
 import tools.jackson.databind.node.JsonNodeFactory;
@@ -11,8 +15,9 @@ import tools.jackson.databind.node.JsonNodeFactory;
  * A path into a lab report, e.g. {@code pods[hami-tests/smoke].containers[gpu].observed[op=alloc][1].result}.
  *
  * <ul>
- *   <li>{@code name} or {@code [key]} on an object: that field ({@code [..]} takes any key, e.g. a
- *       metric sample {@code metrics.scheduler[hami_gpu_memory_allocated_bytes{deviceuuid="GPU-…",nodeid="w1"}]});
+ *   <li>{@code name} or {@code [key]} on an object: that field ({@code [..]} takes any key); a metric
+ *       sample may be named by some of its labels, {@code metrics.scheduler[hami_gpu_memory_allocated_bytes{device_uuid="GPU-…"}]},
+ *       when exactly one sample of that name has them;
  *   <li>{@code [3]} on an array: the element at that index ({@code [-1]}: the last);
  *   <li>{@code [k=v,k2=v2]} on an array: the elements whose fields equal those values (an array);
  *   <li>{@code [text]} on an array: the one element named so — a pod by {@code namespace/name}, any
@@ -20,6 +25,7 @@ import tools.jackson.databind.node.JsonNodeFactory;
  * </ul>
  */
 public final class ReportPath {
+  private static final Pattern SAMPLE = Pattern.compile("([a-zA-Z_:][a-zA-Z0-9_:]*)\\{(.*)\\}");
   private final String text;
   private final List<String> segments;
 
@@ -119,7 +125,7 @@ public final class ReportPath {
     }
     String inner = segment.substring(1, segment.length() - 1);
     if (node.isObject()) {
-      return node.has(inner) ? Optional.of(node.get(inner)) : Optional.empty();
+      return node.has(inner) ? Optional.of(node.get(inner)) : sample(node, inner);
     }
     if (!node.isArray()) {
       return Optional.empty();
@@ -144,6 +150,69 @@ public final class ReportPath {
       }
     }
     return Optional.empty();
+  }
+
+  /**
+   * A metric sample named by some of its labels, {@code name{label="value",...}}: the one sample of
+   * that name whose labels include those given (empty when none or several match).
+   */
+  private static Optional<JsonNode> sample(JsonNode samples, String selector) {
+    Matcher m = SAMPLE.matcher(selector);
+    if (!m.matches()) {
+      return Optional.empty();
+    }
+    Map<String, String> wanted;
+    try {
+      wanted = labels(m.group(2));
+    } catch (IllegalArgumentException e) {
+      return Optional.empty();
+    }
+    JsonNode found = null;
+    for (Map.Entry<String, JsonNode> e : samples.properties()) {
+      Matcher k = SAMPLE.matcher(e.getKey());
+      String name = k.matches() ? k.group(1) : e.getKey();
+      if (!name.equals(m.group(1))) {
+        continue;
+      }
+      Map<String, String> has = k.matches() ? labels(k.group(2)) : Map.of();
+      if (has.entrySet().containsAll(wanted.entrySet())) {
+        if (found != null) {
+          return Optional.empty(); // ambiguous: name more labels
+        }
+        found = e.getValue();
+      }
+    }
+    return Optional.ofNullable(found);
+  }
+
+  /** Labels as LAB.md writes them: {@code k="v"} joined by commas, values escaped as in the text format. */
+  private static Map<String, String> labels(String text) {
+    Map<String, String> out = new HashMap<>();
+    int i = 0;
+    while (i < text.length()) {
+      int eq = text.indexOf("=\"", i);
+      if (eq < 0) {
+        throw new IllegalArgumentException("not labels: " + text);
+      }
+      String key = text.substring(i, eq).trim();
+      StringBuilder value = new StringBuilder();
+      int j = eq + 2;
+      for (; j < text.length() && text.charAt(j) != '"'; j++) {
+        char c = text.charAt(j);
+        if (c == '\\' && j + 1 < text.length()) {
+          c = text.charAt(++j);
+          value.append(c == 'n' ? '\n' : c);
+        } else {
+          value.append(c);
+        }
+      }
+      out.put(key, value.toString());
+      i = j + 1;
+      while (i < text.length() && (text.charAt(i) == ',' || text.charAt(i) == ' ')) {
+        i++;
+      }
+    }
+    return out;
   }
 
   private static boolean matchesAll(JsonNode element, String filter) {

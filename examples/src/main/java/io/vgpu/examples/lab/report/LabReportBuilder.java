@@ -99,6 +99,9 @@ public final class LabReportBuilder {
     if (!node.isEmpty()) {
       out.put("node", node);
     }
+    // what the webhook decided, as kubectl shows it
+    out.put("schedulerName", Optional.ofNullable(pod.getSpec().getSchedulerName()).orElse("default-scheduler"));
+    Optional.ofNullable(pod.getSpec().getRuntimeClassName()).ifPresent(r -> out.put("runtimeClassName", r));
     Map<String, String> annotations = PodRefs.annotations(pod);
     ObjectNode written = PodJson.mapper().createObjectNode();
     for (String key : SCHEDULER_ANNOTATIONS) {
@@ -134,6 +137,20 @@ public final class LabReportBuilder {
     String message = pod.getStatus() == null ? null : pod.getStatus().getMessage();
     if (message != null && !message.isEmpty()) {
       out.put("message", message);
+    }
+    return out;
+  }
+
+  /** Each container's cards by its allocation annotation: {@code [{name, devices}]}, init containers first. */
+  public static ArrayNode containerDevices(Pod pod) {
+    ArrayNode out = PodJson.mapper().createArrayNode();
+    List<Container> all = new ArrayList<>(Optional.ofNullable(pod.getSpec().getInitContainers()).orElse(List.of()));
+    all.addAll(pod.getSpec().getContainers());
+    List<List<DeviceGrant>> segments = segments(PodRefs.annotations(pod).get(HamiAnnotations.DEVICES_ALLOCATED));
+    for (int i = 0; i < all.size(); i++) {
+      ObjectNode c = out.addObject();
+      c.put("name", all.get(i).getName());
+      c.set("devices", SimulationJson.grants(segment(segments, i)));
     }
     return out;
   }
@@ -235,6 +252,8 @@ public final class LabReportBuilder {
       }
     }
     ArrayNode out = PodJson.mapper().createArrayNode();
+    Map<String, Node> objects = new HashMap<>();
+    cluster.client().nodes().list().getItems().forEach(n -> objects.put(n.getMetadata().getName(), n));
     for (String name : cluster.kubelets().keySet()) {
       Optional<NodeUsage> usage = engine.usage(name);
       List<SimulationResult.DeviceOutcome> devices = new ArrayList<>();
@@ -243,7 +262,17 @@ public final class LabReportBuilder {
           devices.add(new SimulationResult.DeviceOutcome(models.getOrDefault(name, Map.of()).getOrDefault(d.device().uuid(), d.device().type()), d));
         }
       }
-      out.add(SimulationJson.node(new SimulationResult.NodeOutcome(name, devices)));
+      ObjectNode node = SimulationJson.node(new SimulationResult.NodeOutcome(name, devices));
+      // what kubelet advertises for the device plugin's resource
+      Optional.ofNullable(objects.get(name)).map(Node::getStatus).map(st -> st.getAllocatable()).ifPresent(a -> {
+        ObjectNode allocatable = node.putObject("allocatable");
+        a.forEach((k, v) -> {
+          if (k.contains("/")) {
+            allocatable.put(k, v.toString());
+          }
+        });
+      });
+      out.add(node);
     }
     return out;
   }

@@ -1,0 +1,41 @@
+package io.vgpu.examples.lab.components;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.vgpu.examples.lab.kubescheduler.KubeSchedulerConfig;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** The lab runs what the reference deployment says, changing only the flags that name places. */
+class ReferenceDeploymentTest {
+  private static final ReferenceDeployment DEPLOYMENT = ReferenceDeployment.read(Path.of("deploy"));
+
+  @Test
+  void placeFlagsAreReplacedOrAddedAndEverythingElseStays() {
+    Map<String, String> places = new LinkedHashMap<>();
+    places.put("--http_bind", "127.0.0.1:1234");
+    places.put("--kubeconfig", "/lab/kubeconfig");
+    assertThat(ReferenceDeployment.withPlaces(List.of("scheduler", "--http_bind=0.0.0.0:443", "--leader-elect", "--scheduler-name", "hami"), places))
+        .containsExactly("scheduler", "--http_bind=127.0.0.1:1234", "--leader-elect", "--scheduler-name", "hami", "--kubeconfig=/lab/kubeconfig");
+    assertThat(ReferenceDeployment.withPlaces(List.of("scheduler", "--http_bind", "0.0.0.0:443", "--x"), Map.of("--http_bind", "127.0.0.1:1")))
+        .containsExactly("scheduler", "--http_bind=127.0.0.1:1", "--x");
+  }
+
+  @Test
+  void readsTheManifestsTheLabRuns() {
+    assertThat(DEPLOYMENT.scheduler().args()).first().isEqualTo("scheduler");
+    assertThat(DEPLOYMENT.scheduler().fieldEnv()).containsEntry("POD_NAME", "metadata.name");
+    assertThat(DEPLOYMENT.devicePlugin().args()).first().isEqualTo("device-plugin");
+    assertThat(DEPLOYMENT.devicePlugin().nodeSelector()).containsEntry("gpu", "on");
+    KubeSchedulerConfig config = KubeSchedulerConfig.of(DEPLOYMENT.schedulerConfiguration());
+    assertThat(config.schedulerNames()).containsExactly("hami-scheduler");
+    assertThat(config.extender().nodeCacheCapable()).isTrue();
+    assertThat(config.extender().managedResources()).contains("nvidia.com/gpu", "nvidia.com/gpumem", "nvidia.com/gpucores");
+    assertThat(config.extender().timeout()).isEqualTo(Duration.ofSeconds(30));
+    assertThat(config.leaseName()).isEqualTo("vgpu-scheduler");
+  }
+}
