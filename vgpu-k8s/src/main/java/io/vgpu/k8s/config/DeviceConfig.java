@@ -36,6 +36,9 @@ import java.util.Objects;
  * @param nodeSchedulerPolicy the default node policy ({@code binpack} or {@code spread})
  * @param gpuSchedulerPolicy the default device policy ({@code spread}, {@code binpack}, a chain, or a
  *     registered placement policy such as {@code fgd})
+ * @param webhookIgnoreLabelNamespaces namespaces whose pods may skip the admission webhook's checks
+ *     with the label {@code hami.io/webhook=ignore} (vgpu's key; HAMi honours the label everywhere).
+ *     Anywhere else the label is a pod's own word and changes nothing. Empty by default.
  */
 public record DeviceConfig(
     String resourceCountName,
@@ -59,7 +62,8 @@ public record DeviceConfig(
     String libCudaLogLevel,
     boolean enableNumaTopology,
     String nodeSchedulerPolicy,
-    String gpuSchedulerPolicy) {
+    String gpuSchedulerPolicy,
+    List<String> webhookIgnoreLabelNamespaces) {
 
   /** HAMi's defaults (Helm chart values). */
   public static final DeviceConfig DEFAULT = builder().build();
@@ -77,6 +81,7 @@ public record DeviceConfig(
     Objects.requireNonNull(libCudaLogLevel, "libCudaLogLevel");
     Objects.requireNonNull(nodeSchedulerPolicy, "nodeSchedulerPolicy");
     Objects.requireNonNull(gpuSchedulerPolicy, "gpuSchedulerPolicy");
+    webhookIgnoreLabelNamespaces = List.copyOf(webhookIgnoreLabelNamespaces);
     sharingOf(deviceSplitCount, deviceMemoryScaling, deviceCoreScaling, preConfiguredDeviceMemory);
   }
 
@@ -127,7 +132,7 @@ public record DeviceConfig(
     return new SharingConfig(split, memoryScaling, coreScaling, preConfigured);
   }
 
-  /** Builds a {@link DeviceConfig}; every setter is named after its HAMi key. */
+  /** Builds a {@link DeviceConfig}; every setter is named after its key. */
   public static final class Builder {
     private String resourceCountName = "nvidia.com/gpu";
     private String resourceMemoryName = "nvidia.com/gpumem";
@@ -151,6 +156,7 @@ public record DeviceConfig(
     private boolean enableNumaTopology;
     private String nodeSchedulerPolicy = "binpack";
     private String gpuSchedulerPolicy = "spread";
+    private List<String> webhookIgnoreLabelNamespaces = List.of();
 
     private Builder() {}
 
@@ -177,6 +183,7 @@ public record DeviceConfig(
       enableNumaTopology = c.enableNumaTopology;
       nodeSchedulerPolicy = c.nodeSchedulerPolicy;
       gpuSchedulerPolicy = c.gpuSchedulerPolicy;
+      webhookIgnoreLabelNamespaces = c.webhookIgnoreLabelNamespaces;
     }
 
     /** Sets {@code resourceCountName}. */
@@ -311,6 +318,12 @@ public record DeviceConfig(
       return this;
     }
 
+    /** Sets {@code webhookIgnoreLabelNamespaces}. */
+    public Builder webhookIgnoreLabelNamespaces(List<String> v) {
+      webhookIgnoreLabelNamespaces = v;
+      return this;
+    }
+
     /**
      * Builds the configuration.
      *
@@ -339,7 +352,8 @@ public record DeviceConfig(
           libCudaLogLevel,
           enableNumaTopology,
           nodeSchedulerPolicy,
-          gpuSchedulerPolicy);
+          gpuSchedulerPolicy,
+          webhookIgnoreLabelNamespaces);
     }
   }
 }

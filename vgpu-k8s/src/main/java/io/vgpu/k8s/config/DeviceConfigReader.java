@@ -45,7 +45,8 @@ public final class DeviceConfigReader {
           "libCudaLogLevel",
           "enableNumaTopology",
           "nodeSchedulerPolicy",
-          "gpuSchedulerPolicy");
+          "gpuSchedulerPolicy",
+          "webhookIgnoreLabelNamespaces");
 
   /** Top-level sections of HAMi's device-config file besides {@code nvidia}; vgpu ignores them. */
   private static final List<String> OTHER_VENDOR_SECTIONS =
@@ -54,6 +55,8 @@ public final class DeviceConfigReader {
   private static final Set<String> DEVICE_POLICY_TOKENS = Set.of("binpack", "spread", "mutex", "numa", "topology-aware");
   private static final Set<String> CORE_POLICIES = Set.of("default", "force", "disable");
   private static final Pattern MIG_PROFILE = Pattern.compile("\\d+g\\.\\S+");
+  /** A DNS label, as Kubernetes names namespaces. */
+  private static final Pattern NAMESPACE = Pattern.compile("[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?");
 
   private final Set<String> placementPolicies;
 
@@ -115,6 +118,7 @@ public final class DeviceConfigReader {
         case "enableNumaTopology" -> b.enableNumaTopology(v.asScalar(f).asBoolean(f));
         case "nodeSchedulerPolicy" -> b.nodeSchedulerPolicy(oneOf(v, f, Set.of("binpack", "spread")));
         case "gpuSchedulerPolicy" -> b.gpuSchedulerPolicy(devicePolicy(v, f));
+        case "webhookIgnoreLabelNamespaces" -> b.webhookIgnoreLabelNamespaces(namespaces(v, f));
         default -> throw new IllegalStateException("key " + e.key() + " is listed in KEYS but not read");
       }
     }
@@ -197,6 +201,23 @@ public final class DeviceConfigReader {
         }
       }
       out.add(new MigProfileAllowance(models, profiles));
+    }
+    return out;
+  }
+
+  /** A list of namespace names; null is the empty list. */
+  private static List<String> namespaces(YamlNode node, String field) {
+    if (node instanceof YamlScalar s && s.kind() == YamlScalar.Kind.NULL) {
+      return List.of();
+    }
+    List<String> out = new ArrayList<>();
+    List<YamlNode> items = node.asList(field).items();
+    for (int i = 0; i < items.size(); i++) {
+      String name = items.get(i).asScalar(field + "[" + i + "]").asString(field + "[" + i + "]");
+      if (!NAMESPACE.matcher(name).matches()) {
+        throw new InputException(items.get(i).position(), field + "[" + i + "]: '" + name + "' is not a namespace name");
+      }
+      out.add(name);
     }
     return out;
   }
