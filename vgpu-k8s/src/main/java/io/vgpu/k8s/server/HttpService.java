@@ -34,6 +34,7 @@ import org.eclipse.jetty.io.EndPoint;
 import org.eclipse.jetty.server.HttpConfiguration;
 import org.eclipse.jetty.server.HttpConnectionFactory;
 import org.eclipse.jetty.server.NetworkConnectionLimit;
+import org.eclipse.jetty.server.SecureRequestCustomizer;
 import org.eclipse.jetty.server.Server;
 import org.eclipse.jetty.server.ServerConnector;
 import org.eclipse.jetty.server.SslConnectionFactory;
@@ -279,6 +280,9 @@ public final class HttpService implements AutoCloseable {
       HttpConnectionFactory httpFactory = new HttpConnectionFactory(http);
       ServerConnector connector;
       if (keyManager != null) {
+        // kube-scheduler calls https://127.0.0.1:<port> with a certificate made out to the Service's
+        // names: the Host need not be one of them (Jetty would otherwise add a customizer that refuses it).
+        http.addCustomizer(new SecureRequestCustomizer(false));
         connector = new ServerConnector(server, 1, 1, new SslConnectionFactory(sslContextFactory(keyManager, authorities), "http/1.1"), httpFactory);
       } else {
         connector = new ServerConnector(server, 1, 1, httpFactory);

@@ -6,6 +6,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.eclipse.jetty.io.Connection;
+import org.eclipse.jetty.server.ConnectionMetaData;
 import org.eclipse.jetty.util.thread.Scheduler;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -59,8 +60,8 @@ final class RequestDeadlines implements Connection.Listener {
 
   @Override
   public void onOpened(Connection connection) {
-    // Only the HTTP connection counts bytes of requests; a TLS connection below it reports -1.
-    if (connection.getBytesIn() >= 0) {
+    // Only the HTTP connection carries requests; under TLS the connection below it (the TLS one) does not.
+    if (connection instanceof ConnectionMetaData) {
       connections.put(connection, new State());
     }
   }

@@ -195,6 +195,54 @@ class HttpServiceTest {
     }
   }
 
+  /** The request timeout bounds slow requests, never a TLS connection kube-scheduler keeps using. */
+  @Test
+  void aKeepAliveTlsConnectionInSteadyUseOutlivesTheRequestTimeout(@TempDir Path dir) throws Exception {
+    Path cert = dir.resolve("tls.crt");
+    Path key = dir.resolve("tls.key");
+    X509Certificate issued = TestCertificates.write(cert, key, "steady", TestCertificates.KeyFormat.SEC1_EC);
+    var keys = new ReloadingKeyManager(cert, key, Duration.ofSeconds(10), Clock.systemUTC());
+    try (HttpService server =
+            HttpService.builder(LOOPBACK).tls(keys).requestTimeout(Duration.ofMillis(400)).route("POST", "/filter", r -> HttpService.Response.json(200, r.body())).start();
+        javax.net.ssl.SSLSocket socket =
+            (javax.net.ssl.SSLSocket) TestCertificates.trusting(issued).getSocketFactory().createSocket(InetAddress.getLoopbackAddress(), server.port())) {
+      socket.setSoTimeout(5000);
+      var in = new java.io.DataInputStream(socket.getInputStream());
+      for (int i = 0; i < 8; i++) {
+        String body = "{\"n\":" + i + "}";
+        socket.getOutputStream().write(("POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: " + body.length() + "\r\n\r\n" + body).getBytes(StandardCharsets.US_ASCII));
+        assertThat(readResponseBody(in)).as("request %d on the same connection", i).isEqualTo(body);
+        Thread.sleep(150);
+      }
+    }
+  }
+
+  /** Reads one HTTP/1.1 response with a Content-Length and returns its body. */
+  private static String readResponseBody(java.io.DataInputStream in) throws Exception {
+    int length = -1;
+    for (String line = readLine(in); !line.isEmpty(); line = readLine(in)) {
+      if (line.toLowerCase(java.util.Locale.ROOT).startsWith("content-length:")) {
+        length = Integer.parseInt(line.substring(line.indexOf(':') + 1).trim());
+      }
+    }
+    byte[] body = new byte[length];
+    in.readFully(body);
+    return new String(body, StandardCharsets.US_ASCII);
+  }
+
+  private static String readLine(java.io.DataInputStream in) throws Exception {
+    StringBuilder out = new StringBuilder();
+    for (int c = in.read(); c != '\n'; c = in.read()) {
+      if (c < 0) {
+        throw new java.io.EOFException("connection closed");
+      }
+      if (c != '\r') {
+        out.append((char) c);
+      }
+    }
+    return out.toString();
+  }
+
   private static String peerCommonName(X509Certificate trusted, String url) throws Exception {
     HttpClient client = HttpClient.newBuilder().sslContext(TestCertificates.trusting(trusted)).build();
     HttpResponse<String> response = client.send(HttpRequest.newBuilder(URI.create(url)).build(), HttpResponse.BodyHandlers.ofString());

@@ -80,13 +80,7 @@ class YamlReaderTest {
   @Test
   void locatesTheValueABindingErrorPointsAt() {
     YamlNode root = YamlReader.read("metadata: {name: p}\nspec:\n  containers: 5\n", "p.yaml");
-    JacksonException error = null;
-    try {
-      PodJson.fromTree(JacksonTrees.toJson(root));
-    } catch (JacksonException e) {
-      error = e;
-    }
-    assertThat(error).isNotNull();
+    JacksonException error = bindingError(root);
     assertThat(JacksonTrees.locate(root, error)).hasToString("p.yaml:3:15");
     assertThat(JacksonTrees.describePath(error)).isEqualTo("spec.containers");
   }
@@ -151,13 +145,16 @@ class YamlReaderTest {
   @Test
   void aBadValueReachedThroughAnAliasIsReportedWhereItWasWritten() {
     YamlNode root = YamlReader.read("shared: &c {name: c, image: x, resources: {limits: {a: [1]}}}\nmetadata: {name: p}\nspec:\n  containers: [*c]\n", "p.yaml");
-    JacksonException error = null;
+    assertThat(JacksonTrees.locate(root, bindingError(root)).line()).isEqualTo(1);
+  }
+
+  /** The error binding {@code root} as a Pod raises. */
+  private static JacksonException bindingError(YamlNode root) {
     try {
       PodJson.fromTree(JacksonTrees.toJson(root));
     } catch (JacksonException e) {
-      error = e;
+      return e;
     }
-    assertThat(error).isNotNull();
-    assertThat(JacksonTrees.locate(root, error).line()).isEqualTo(1);
+    throw new AssertionError("the tree bound as a Pod");
   }
 }
