@@ -129,6 +129,42 @@ class DeploymentConfigTest {
     JsonNode hook = documents("webhook.yaml").get(0).path("webhooks").get(0);
     assertThat(hook.path("clientConfig").path("service").path("path").asString()).isEqualTo("/webhook");
     assertThat(hook.path("admissionReviewVersions").toString()).isEqualTo("[\"v1\",\"v1beta1\"]");
-    assertThat(hook.path("objectSelector").path("matchExpressions").get(0).path("key").asString()).isEqualTo("hami.io/webhook");
+    assertThat(hook.path("namespaceSelector").path("matchExpressions").get(0).path("key").asString()).isEqualTo("hami.io/webhook");
+    // Every pod reaches the webhook, which judges the pod label itself (webhookIgnoreLabelNamespaces)
+    // and removes the scheduler's annotations a pod was created with.
+    assertThat(hook.has("objectSelector")).isFalse();
+  }
+
+  @Test
+  void kubeSchedulerReachesTheExtenderOnLoopbackAndKubeletProbesTheMetricsPort() throws Exception {
+    JsonNode extender = documents("scheduler-config.yaml").get(0).path("extenders").get(0);
+    JsonNode container = null;
+    for (JsonNode c : kind(documents("scheduler.yaml"), "Deployment").path("spec").path("template").path("spec").path("containers")) {
+      if (c.path("name").asString().equals("vgpu")) {
+        container = c;
+      }
+    }
+    assertThat(container).isNotNull();
+    String extenderBind = null;
+    String metricsBind = ":9395";
+    for (JsonNode arg : container.path("args")) {
+      String a = arg.asString();
+      if (a.startsWith("--extender-bind-address=")) {
+        extenderBind = a.substring(a.indexOf('=') + 1);
+      }
+      if (a.startsWith("--metrics-bind-address=")) {
+        metricsBind = a.substring(a.indexOf('=') + 1);
+      }
+    }
+    assertThat(extenderBind).startsWith("127.0.0.1:");
+    assertThat(extender.path("urlPrefix").asString()).isEqualTo("https://" + extenderBind);
+    int metricsPort = Integer.parseInt(metricsBind.substring(metricsBind.lastIndexOf(':') + 1));
+    for (String probe : List.of("readinessProbe", "livenessProbe")) {
+      JsonNode get = container.path(probe).path("httpGet");
+      assertThat(get.path("port").asInt()).as(probe).isEqualTo(metricsPort);
+      assertThat(get.path("scheme").asString("HTTP")).as(probe).isEqualTo("HTTP");
+    }
+    assertThat(container.path("readinessProbe").path("httpGet").path("path").asString()).isEqualTo("/readyz");
+    assertThat(container.path("livenessProbe").path("httpGet").path("path").asString()).isEqualTo("/healthz");
   }
 }

@@ -171,8 +171,20 @@ public final class LabCluster implements AutoCloseable {
     schedulerMetricsPort = freePort();
     schedulerPodName = "vgpu-scheduler-" + HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextInt()).substring(0, 5);
     Map<String, String> places = new LinkedHashMap<>();
+    // Each listener the manifest binds gets a free loopback port; a port the manifest names (the
+    // extender's urlPrefix, the webhook Service's port) is then reached at the lab port of the listener
+    // the manifest bound to it.
     places.put("--http_bind", "127.0.0.1:" + schedulerPort);
     places.put("--metrics-bind-address", "127.0.0.1:" + schedulerMetricsPort);
+    Map<Integer, Integer> labPorts = new LinkedHashMap<>();
+    for (String flag : List.of("--http_bind", "--extender-bind-address")) {
+      Optional<Integer> declared = flagPort(deployment.scheduler().args(), flag);
+      if (declared.isPresent()) {
+        int port = flag.equals("--http_bind") ? schedulerPort : freePort();
+        places.put(flag, "127.0.0.1:" + port);
+        labPorts.put(declared.get(), port);
+      }
+    }
     places.put("--cert_file", serving.certFile().toString());
     places.put("--key_file", serving.keyFile().toString());
     places.put("--device-config-file", deviceConfigFile.toString());
@@ -207,8 +219,13 @@ public final class LabCluster implements AutoCloseable {
     agents.values().forEach(ComponentProcess::start);
 
     KubeSchedulerConfig kubeSchedulerConfig = KubeSchedulerConfig.of(deployment.schedulerConfiguration());
-    kubeScheduler = new KubeSchedulerStandIn(client, kubeSchedulerConfig, URI.create("https://127.0.0.1:" + schedulerPort), clientTls, () -> nodeOrder, schedulerPodName);
-    api.admission(new AdmissionWebhookCaller(deployment.webhookConfiguration(), URI.create("https://127.0.0.1:" + schedulerPort), ca.clientContext(null)));
+    URI prefix = kubeSchedulerConfig.extender().urlPrefix();
+    int extenderPort = labPort(labPorts, prefix.getPort() < 0 ? 443 : prefix.getPort(), "the extender's urlPrefix " + prefix);
+    kubeScheduler = new KubeSchedulerStandIn(client, kubeSchedulerConfig, URI.create("https://127.0.0.1:" + extenderPort + prefix.getRawPath()), clientTls, () -> nodeOrder,
+        schedulerPodName);
+    int webhookPort = deployment.webhookConfiguration().path("webhooks").path(0).path("clientConfig").path("service").path("port").asInt(443);
+    api.admission(new AdmissionWebhookCaller(deployment.webhookConfiguration(), URI.create("https://127.0.0.1:" + labPort(labPorts, webhookPort, "the webhook's Service port")),
+        ca.clientContext(null)));
 
     awaitSchedulerReady();
     for (String node : agents.keySet()) {
@@ -221,6 +238,30 @@ public final class LabCluster implements AutoCloseable {
     launches.add(launch);
     Path log = workspace.file("logs/" + name.replace('/', '-') + ".log");
     return new ComponentProcess(name, launch.command(), env, log);
+  }
+
+  /** The port a {@code --flag=host:port} argument binds, if the manifest passes the flag. */
+  private static Optional<Integer> flagPort(List<String> args, String flag) {
+    for (String arg : args) {
+      if (arg.startsWith(flag + "=")) {
+        String value = arg.substring(flag.length() + 1);
+        int colon = value.lastIndexOf(':');
+        try {
+          return Optional.of(Integer.parseInt(value.substring(colon + 1)));
+        } catch (NumberFormatException e) {
+          return Optional.empty();
+        }
+      }
+    }
+    return Optional.empty();
+  }
+
+  private static int labPort(Map<Integer, Integer> labPorts, int declared, String what) {
+    Integer port = labPorts.get(declared);
+    if (port == null) {
+      throw new UnavailableException(what + " names port " + declared + ", which no listener of the reference deployment's scheduler binds");
+    }
+    return port;
   }
 
   private static boolean selects(Map<String, String> selector, Map<String, String> labels) {

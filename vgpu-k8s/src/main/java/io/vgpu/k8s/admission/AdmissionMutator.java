@@ -9,6 +9,7 @@ import io.fabric8.kubernetes.api.model.ResourceRequirements;
 import io.fabric8.kubernetes.api.model.SecurityContext;
 import io.vgpu.core.QuotaLimits;
 import io.vgpu.core.QuotaUsage;
+import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.config.DeviceConfig;
 import io.vgpu.k8s.pod.ContainerResources;
 import io.vgpu.k8s.pod.PodJson;
@@ -27,6 +28,12 @@ import tools.jackson.databind.JsonNode;
 /**
  * The admission webhook's decision for a pod, as a pure function of the pod, the device configuration
  * and the namespaces' quota usage. HAMi's order:
+ *
+ * <p>Before anything else, the annotations only the scheduler writes ({@link #SCHEDULER_OWNED}) and its
+ * {@code hami.io/vgpu-node} label are removed from every pod, whoever it is for: a pod created with
+ * them would otherwise claim cards it was never granted. A pod labelled {@code hami.io/webhook=ignore}
+ * in a namespace the device config lists ({@code webhookIgnoreLabelNamespaces}) is then allowed with
+ * only that removal; elsewhere the label changes nothing.
  *
  * <ol>
  *   <li>a pod without containers is denied; a pod addressed to another scheduler is allowed unchanged;
@@ -47,6 +54,19 @@ import tools.jackson.databind.JsonNode;
 public final class AdmissionMutator {
   /** The scheduler name HAMi's chart configures. */
   public static final String DEFAULT_SCHEDULER_NAME = "hami-scheduler";
+
+  /** The label that exempts a pod, in the namespaces the device config lists. */
+  public static final String IGNORE_LABEL = "hami.io/webhook";
+
+  /** Pod annotations only the scheduler and the device plugin write. */
+  public static final List<String> SCHEDULER_OWNED =
+      List.of(
+          HamiAnnotations.ASSIGNED_NODE,
+          HamiAnnotations.ASSIGNED_TIME,
+          HamiAnnotations.DEVICES_TO_ALLOCATE,
+          HamiAnnotations.DEVICES_ALLOCATED,
+          HamiAnnotations.BIND_PHASE,
+          HamiAnnotations.BIND_TIME);
 
   private static final String KUBE_DEFAULT_SCHEDULER = "default-scheduler";
   private static final String TASK_PRIORITY_ENV = "CUDA_TASK_PRIORITY";
@@ -94,15 +114,22 @@ public final class AdmissionMutator {
       return AdmissionResult.denied("pod has no containers");
     }
     JsonNode before = PodJson.toTree(submitted);
+    Pod pod = PodJson.fromTree(before.deepCopy());
+    List<String> removed = removeSchedulerOwned(pod);
+    Map<String, String> labels = pod.getMetadata().getLabels();
+    if (labels != null
+        && "ignore".equals(labels.get(IGNORE_LABEL))
+        && config.webhookIgnoreLabelNamespaces().contains(PodRefs.of(pod).namespace())) {
+      return new AdmissionResult(true, "pod is labelled " + IGNORE_LABEL + "=ignore", Optional.of(pod), JsonPatchDiff.diff(before, PodJson.toTree(pod)), false, removed);
+    }
     String requestedScheduler = submittedSpec.getSchedulerName();
     if (requestedScheduler != null
         && !requestedScheduler.isEmpty()
         && !(requestedScheduler.equals(KUBE_DEFAULT_SCHEDULER) && overwriteDefaultScheduler)
         && !requestedScheduler.equals(schedulerName)) {
       return new AdmissionResult(
-          true, "pod already has different scheduler assigned", Optional.of(PodJson.copy(submitted)), JsonPatchDiff.diff(before, before), false);
+          true, "pod already has different scheduler assigned", Optional.of(pod), JsonPatchDiff.diff(before, PodJson.toTree(pod)), false, removed);
     }
-    Pod pod = PodJson.fromTree(before.deepCopy());
     PodSpec spec = pod.getSpec();
     boolean hasResource = false;
     List<Container> all = new ArrayList<>();
@@ -135,7 +162,26 @@ public final class AdmissionMutator {
     if (overQuota.isPresent()) {
       return AdmissionResult.denied(overQuota.get());
     }
-    return new AdmissionResult(true, "", Optional.of(pod), JsonPatchDiff.diff(before, PodJson.toTree(pod)), hasResource);
+    return new AdmissionResult(true, "", Optional.of(pod), JsonPatchDiff.diff(before, PodJson.toTree(pod)), hasResource, removed);
+  }
+
+  /** Removes the scheduler's annotations and node label; returns what was removed. */
+  private static List<String> removeSchedulerOwned(Pod pod) {
+    List<String> removed = new ArrayList<>();
+    Map<String, String> annotations = pod.getMetadata().getAnnotations();
+    if (annotations != null) {
+      for (String key : new ArrayList<>(annotations.keySet())) {
+        if (SCHEDULER_OWNED.contains(key)) {
+          annotations.remove(key);
+          removed.add("annotation " + key);
+        }
+      }
+    }
+    Map<String, String> labels = pod.getMetadata().getLabels();
+    if (labels != null && labels.remove(HamiAnnotations.ASSIGNED_NODE) != null) {
+      removed.add("label " + HamiAnnotations.ASSIGNED_NODE);
+    }
+    return removed;
   }
 
   // --- Container checks and defaults

@@ -26,10 +26,19 @@ import picocli.CommandLine.Option;
 @Command(
     name = "scheduler",
     mixinStandardHelpOptions = true,
-    description = "Serve the kube-scheduler extender (/filter, /bind) and the admission webhook (/webhook).")
+    description = "Serve the kube-scheduler extender (/filter, /bind), the admission webhook (/webhook), and metrics with the health probes (/metrics, /healthz, /readyz).")
 public final class SchedulerCommand implements Callable<Integer> {
-  @Option(names = "--http_bind", defaultValue = "127.0.0.1:8080", description = "Extender and webhook address (default ${DEFAULT-VALUE}).")
+  @Option(names = "--http_bind", defaultValue = "127.0.0.1:8080", description = "Webhook address, and the extender's unless --extender-bind-address is given (default ${DEFAULT-VALUE}).")
   String httpBind;
+
+  @Option(names = "--extender-bind-address", defaultValue = "", description = "The extender's own address, e.g. 127.0.0.1:8443 when kube-scheduler runs in the same pod (default: --http_bind).")
+  String extenderBind;
+
+  @Option(names = "--client-ca-file", description = "CA bundle (PEM): /filter and /bind answer only clients presenting a certificate it signed (kube-scheduler's extender tlsConfig). Needs --cert_file.")
+  @Nullable Path clientCaFile;
+
+  @Option(names = "--webhook-client-ca-file", description = "CA bundle (PEM): /webhook answers only API servers presenting a certificate it signed. Needs --cert_file.")
+  @Nullable Path webhookClientCaFile;
 
   @Option(names = "--cert_file", description = "TLS certificate (PEM); reloaded when it changes. Without it, plain HTTP.")
   @Nullable Path certFile;
@@ -37,7 +46,7 @@ public final class SchedulerCommand implements Callable<Integer> {
   @Option(names = "--key_file", description = "TLS private key (PEM: PKCS#8, PKCS#1 RSA or SEC1 EC).")
   @Nullable Path keyFile;
 
-  @Option(names = "--metrics-bind-address", defaultValue = ":9395", description = "Metrics address (default ${DEFAULT-VALUE}).")
+  @Option(names = "--metrics-bind-address", defaultValue = ":9395", description = "Metrics, /healthz and /readyz address (default ${DEFAULT-VALUE}).")
   String metricsBind;
 
   @Option(names = "--scheduler-name", defaultValue = "", description = "Scheduler name the webhook gives GPU pods (default hami-scheduler).")
@@ -96,6 +105,9 @@ public final class SchedulerCommand implements Callable<Integer> {
             httpBind,
             Optional.ofNullable(certFile),
             Optional.ofNullable(keyFile),
+            extenderBind,
+            Optional.ofNullable(clientCaFile),
+            Optional.ofNullable(webhookClientCaFile),
             metricsBind,
             schedulerName,
             forceOverwriteDefaultScheduler,

@@ -44,6 +44,9 @@ import java.util.TreeSet;
  * @param disableControlNamespaces namespaces whose GPU containers run without enforcement (vgpu's own
  *     key, not HAMi's): the node agent leaves their interposer out; no other setting, and nothing a pod
  *     sets, switches enforcement off (HAMi obeys a pod's {@code CUDA_DISABLE_CONTROL}; vgpu does not)
+ * @param webhookIgnoreLabelNamespaces namespaces whose pods may skip the admission webhook's checks
+ *     with the label {@code hami.io/webhook=ignore} (vgpu's key; HAMi honours the label everywhere).
+ *     Anywhere else the label is a pod's own word and changes nothing. Empty by default.
  */
 public record DeviceConfig(
     String resourceCountName,
@@ -69,7 +72,8 @@ public record DeviceConfig(
     String nodeSchedulerPolicy,
     String gpuSchedulerPolicy,
     WatchdogConfig watchdog,
-    Set<String> disableControlNamespaces) {
+    Set<String> disableControlNamespaces,
+    List<String> webhookIgnoreLabelNamespaces) {
 
   /** HAMi's defaults (Helm chart values). */
   public static final DeviceConfig DEFAULT = builder().build();
@@ -89,6 +93,7 @@ public record DeviceConfig(
     Objects.requireNonNull(gpuSchedulerPolicy, "gpuSchedulerPolicy");
     Objects.requireNonNull(watchdog, "watchdog");
     disableControlNamespaces = Collections.unmodifiableSet(new TreeSet<>(Objects.requireNonNull(disableControlNamespaces, "disableControlNamespaces")));
+    webhookIgnoreLabelNamespaces = List.copyOf(webhookIgnoreLabelNamespaces);
     sharingOf(deviceSplitCount, deviceMemoryScaling, deviceCoreScaling, preConfiguredDeviceMemory);
   }
 
@@ -167,6 +172,7 @@ public record DeviceConfig(
     private String gpuSchedulerPolicy = "spread";
     private WatchdogConfig watchdog = WatchdogConfig.DEFAULT;
     private Set<String> disableControlNamespaces = Set.of();
+    private List<String> webhookIgnoreLabelNamespaces = List.of();
 
     private Builder() {}
 
@@ -195,6 +201,7 @@ public record DeviceConfig(
       gpuSchedulerPolicy = c.gpuSchedulerPolicy;
       watchdog = c.watchdog;
       disableControlNamespaces = c.disableControlNamespaces;
+      webhookIgnoreLabelNamespaces = c.webhookIgnoreLabelNamespaces;
     }
 
     /** Sets {@code resourceCountName}. */
@@ -341,6 +348,12 @@ public record DeviceConfig(
       return this;
     }
 
+    /** Sets {@code webhookIgnoreLabelNamespaces}. */
+    public Builder webhookIgnoreLabelNamespaces(List<String> v) {
+      webhookIgnoreLabelNamespaces = v;
+      return this;
+    }
+
     /**
      * Builds the configuration.
      *
@@ -371,7 +384,8 @@ public record DeviceConfig(
           nodeSchedulerPolicy,
           gpuSchedulerPolicy,
           watchdog,
-          disableControlNamespaces);
+          disableControlNamespaces,
+          webhookIgnoreLabelNamespaces);
     }
   }
 }

@@ -51,7 +51,8 @@ public final class DeviceConfigReader {
           "nodeSchedulerPolicy",
           "gpuSchedulerPolicy",
           "watchdog",
-          "disableControlNamespaces");
+          "disableControlNamespaces",
+          "webhookIgnoreLabelNamespaces");
 
   /** The keys of the {@code watchdog} mapping. */
   public static final List<String> WATCHDOG_KEYS = List.of("action", "pollInterval", "gracePeriod", "toleranceMiB");
@@ -63,7 +64,7 @@ public final class DeviceConfigReader {
   private static final Set<String> DEVICE_POLICY_TOKENS = Set.of("binpack", "spread", "mutex", "numa", "topology-aware");
   private static final Set<String> CORE_POLICIES = Set.of("default", "force", "disable");
   private static final Pattern MIG_PROFILE = Pattern.compile("\\d+g\\.\\S+");
-  /** A Kubernetes namespace name (RFC 1123 label). */
+  /** A DNS label, as Kubernetes names namespaces. */
   private static final Pattern NAMESPACE = Pattern.compile("[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?");
 
   private final Set<String> placementPolicies;
@@ -127,7 +128,8 @@ public final class DeviceConfigReader {
         case "nodeSchedulerPolicy" -> b.nodeSchedulerPolicy(oneOf(v, f, Set.of("binpack", "spread")));
         case "gpuSchedulerPolicy" -> b.gpuSchedulerPolicy(devicePolicy(v, f));
         case "watchdog" -> b.watchdog(watchdog(base.watchdog(), v, f));
-        case "disableControlNamespaces" -> b.disableControlNamespaces(namespaces(v, f));
+        case "disableControlNamespaces" -> b.disableControlNamespaces(new TreeSet<>(namespaces(v, f)));
+        case "webhookIgnoreLabelNamespaces" -> b.webhookIgnoreLabelNamespaces(namespaces(v, f));
         default -> throw new IllegalStateException("key " + e.key() + " is listed in KEYS but not read");
       }
     }
@@ -251,15 +253,17 @@ public final class DeviceConfigReader {
     return out;
   }
 
-  private static Set<String> namespaces(YamlNode node, String field) {
+  /** A list of namespace names; null is the empty list. */
+  private static List<String> namespaces(YamlNode node, String field) {
     if (node instanceof YamlScalar s && s.kind() == YamlScalar.Kind.NULL) {
-      return Set.of();
+      return List.of();
     }
-    Set<String> out = new TreeSet<>();
-    for (YamlNode item : node.asList(field).items()) {
-      String name = item.asScalar(field).asString(field);
+    List<String> out = new ArrayList<>();
+    List<YamlNode> items = node.asList(field).items();
+    for (int i = 0; i < items.size(); i++) {
+      String name = items.get(i).asScalar(field + "[" + i + "]").asString(field + "[" + i + "]");
       if (!NAMESPACE.matcher(name).matches()) {
-        throw new InputException(item.position(), field + ": '" + name + "' is not a namespace name");
+        throw new InputException(items.get(i).position(), field + "[" + i + "]: '" + name + "' is not a namespace name");
       }
       out.add(name);
     }

@@ -9,14 +9,20 @@ import io.vgpu.k8s.codec.DeviceListCodec;
 import io.vgpu.k8s.server.ZonedGauges;
 import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.pod.PodRefs;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BiFunction;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 
 /**
@@ -26,8 +32,12 @@ import java.util.function.Supplier;
  * CUDA call creates the region — not only once it touches the GPU. Every process of the container can
  * write its region, so the limit reported is always the grant's, never the region's; usage is what the
  * container's processes report (issue 12's node watchdog checks it against the driver's own numbers).
+ * The region's directory is writable by its container too, so the file is opened without following or
+ * blocking ({@link RegionFile}); a file that is not a region is logged once per container and that
+ * container reads as unused.
  */
 public final class NodeMonitor implements MultiCollector {
+  private static final Logger LOG = LoggerFactory.getLogger(NodeMonitor.class);
   private static final double MIB = 1024.0 * 1024.0;
 
   /** The host's GPUs as the driver reports them. */
@@ -62,6 +72,9 @@ public final class NodeMonitor implements MultiCollector {
   private final HostGpus host;
   private final DriverMemory driver;
   private final Clock clock;
+  private final Consumer<String> report;
+  /** Containers whose region file was reported bad, so each is reported once. */
+  private final Set<String> reported = ConcurrentHashMap.newKeySet();
 
   /**
    * A monitor for one node.
@@ -71,7 +84,7 @@ public final class NodeMonitor implements MultiCollector {
    *     container name
    */
   public NodeMonitor(String node, Supplier<List<Pod>> pods, BiFunction<String, String, Path> regionOf, HostGpus host, Clock clock) {
-    this(node, pods, regionOf, host, (uid, container, uuid) -> OptionalLong.empty(), clock);
+    this(node, pods, regionOf, host, (uid, container, uuid) -> OptionalLong.empty(), clock, LOG::warn);
   }
 
   /**
@@ -79,6 +92,17 @@ public final class NodeMonitor implements MultiCollector {
    * ({@code hami_vgpu_memory_nvml_used_bytes}).
    */
   public NodeMonitor(String node, Supplier<List<Pod>> pods, BiFunction<String, String, Path> regionOf, HostGpus host, DriverMemory driver, Clock clock) {
+    this(node, pods, regionOf, host, driver, clock, LOG::warn);
+  }
+
+  /** A monitor without driver figures, with bad region files reported to {@code report} (one line each) instead of the log. */
+  NodeMonitor(String node, Supplier<List<Pod>> pods, BiFunction<String, String, Path> regionOf, HostGpus host, Clock clock, Consumer<String> report) {
+    this(node, pods, regionOf, host, (uid, container, uuid) -> OptionalLong.empty(), clock, report);
+  }
+
+  private NodeMonitor(
+      String node, Supplier<List<Pod>> pods, BiFunction<String, String, Path> regionOf, HostGpus host, DriverMemory driver, Clock clock, Consumer<String> report) {
+    this.report = report;
     this.node = node;
     this.pods = pods;
     this.regionOf = regionOf;
@@ -100,6 +124,7 @@ public final class NodeMonitor implements MultiCollector {
           "device_index", idx, "device_uuid", gpu.uuid(), "device_type", gpu.type());
     }
     long nowNanos = clock.instant().getEpochSecond() * 1_000_000_000L + clock.instant().getNano();
+    Set<String> seen = new HashSet<>();
     for (Pod pod : pods.get()) {
       Map<String, String> annotations = PodRefs.annotations(pod);
       String allocated = annotations.get(HamiAnnotations.DEVICES_ALLOCATED);
@@ -124,7 +149,9 @@ public final class NodeMonitor implements MultiCollector {
           continue;
         }
         String container = containers.get(c).getName();
-        Optional<List<SharedRegion.DeviceUsage>> region = SharedRegion.read(regionOf.apply(pod.getMetadata().getUid(), container));
+        String key = pod.getMetadata().getUid() + "/" + container;
+        seen.add(key);
+        Optional<List<SharedRegion.DeviceUsage>> region = region(pod, container, key);
         for (int i = 0; i < devices.size(); i++) {
           DeviceGrant grant = devices.get(i);
           SharedRegion.DeviceUsage usage = usageOf(region, i);
@@ -153,7 +180,24 @@ public final class NodeMonitor implements MultiCollector {
         }
       }
     }
+    // Forget containers that are gone, so the set stays as small as the node's pods.
+    reported.retainAll(seen);
     return f.build();
+  }
+
+  /** The container's region, if readable; a file that is not a region is reported once per container. */
+  private Optional<List<SharedRegion.DeviceUsage>> region(Pod pod, String container, String key) {
+    try {
+      List<SharedRegion.DeviceUsage> devices = SharedRegion.inspect(regionOf.apply(pod.getMetadata().getUid(), container));
+      reported.remove(key);
+      return Optional.of(devices);
+    } catch (RegionFile.Refused e) {
+      if (!e.notYet() && reported.add(key)) {
+        report.accept("pod " + pod.getMetadata().getNamespace() + "/" + pod.getMetadata().getName() + " container " + container + ": "
+            + e.getMessage() + "; its usage reads 0 until the file is a region again");
+      }
+      return Optional.empty();
+    }
   }
 
   private static SharedRegion.DeviceUsage usageOf(Optional<List<SharedRegion.DeviceUsage>> region, int ordinal) {

@@ -1,13 +1,9 @@
 package io.vgpu.k8s.deviceplugin;
 
-import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.MappedByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -24,6 +20,16 @@ public final class SharedRegion {
   static final long MAGIC = 0x3147455255504756L;
 
   static final int VERSION = 1;
+
+  /** The file's size in layout version 1: header, 16 devices of 256 bytes, 1024 process slots of 576. */
+  static final long SIZE = 598016;
+
+  /** The header fields read: magic to devices_offset. */
+  private static final int HEADER_READ = 40;
+  /** The device fields read, up to context_bytes. */
+  private static final int DEVICE_FIELDS = 160;
+  private static final int MAX_DEVICES = 64;
+  private static final int MAX_DEVICE_SIZE = 4096;
 
   private SharedRegion() {}
 
@@ -50,24 +56,40 @@ public final class SharedRegion {
    *     another layout (a half-created file is simply not read yet)
    */
   public static Optional<List<DeviceUsage>> read(Path file) {
-    try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
-      if (channel.size() < 8192) {
-        return Optional.empty();
+    try {
+      return Optional.of(inspect(file));
+    } catch (RegionFile.Refused e) {
+      return Optional.empty();
+    }
+  }
+
+  /**
+   * Reads the region at {@code file}, which sits in a directory its container can write: see {@link
+   * RegionFile} for what is refused without blocking or following anything.
+   *
+   * @throws RegionFile.Refused saying why the file is not a region; {@link RegionFile.Refused#notYet}
+   *     when it is missing or still being created (empty, or zero-filled before its magic is written)
+   */
+  static List<DeviceUsage> inspect(Path file) throws RegionFile.Refused {
+    try (RegionFile region = RegionFile.open(file, SIZE)) {
+      ByteBuffer header = ByteBuffer.wrap(region.read(0, HEADER_READ)).order(ByteOrder.LITTLE_ENDIAN);
+      long magic = header.getLong(0);
+      if (magic == 0) {
+        throw RegionFile.Refused.NOT_YET;
       }
-      MappedByteBuffer map = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size());
-      ByteBuffer b = map.order(ByteOrder.LITTLE_ENDIAN);
-      if (b.getLong(0) != MAGIC || b.getInt(8) != VERSION) {
-        return Optional.empty();
+      if (magic != MAGIC || header.getInt(8) != VERSION) {
+        throw new RegionFile.Refused(file + " is not a vgpu shared region of layout version " + VERSION);
       }
-      int count = b.getInt(16);
-      int size = b.getInt(20);
-      long offset = b.getLong(32);
-      if (count < 0 || size < 160 || offset + (long) count * size > channel.size()) {
-        return Optional.empty();
+      int count = header.getInt(16);
+      int size = header.getInt(20);
+      long offset = header.getLong(32);
+      if (count < 0 || count > MAX_DEVICES || size < DEVICE_FIELDS || size > MAX_DEVICE_SIZE || offset < 0 || offset + (long) count * size > region.size()) {
+        throw new RegionFile.Refused(file + " has a malformed header");
       }
+      ByteBuffer b = ByteBuffer.wrap(region.read(offset, count * size)).order(ByteOrder.LITTLE_ENDIAN);
       List<DeviceUsage> devices = new ArrayList<>();
       for (int d = 0; d < count; d++) {
-        int base = (int) (offset + (long) d * size);
+        int base = d * size;
         String uuid = cString(b, base, 96);
         long limit = b.getLong(base + 96);
         long used = b.getLong(base + 112);
@@ -76,9 +98,7 @@ public final class SharedRegion {
         }
         devices.add(new DeviceUsage(d, uuid, limit, used, b.getLong(base + 120), b.getLong(base + 152), b.getInt(base + 136), b.getLong(base + 128)));
       }
-      return Optional.of(devices);
-    } catch (IOException e) {
-      return Optional.empty();
+      return devices;
     }
   }
 

@@ -8,8 +8,9 @@ import io.vgpu.k8s.pod.PodJson;
 import io.vgpu.k8s.server.HttpService;
 import java.nio.charset.StandardCharsets;
 import java.util.Base64;
-import java.util.Map;
 import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import tools.jackson.core.JacksonException;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
@@ -18,12 +19,15 @@ import tools.jackson.databind.node.ObjectNode;
 /**
  * The mutating admission webhook: AdmissionReview {@code admission.k8s.io/v1} and {@code v1beta1} in,
  * the same version out, around the pure {@link AdmissionMutator}. Mutations travel as a base64 JSON
- * Patch; a denial carries the mutator's one-line message. Pods labelled {@code hami.io/webhook=ignore}
- * pass untouched.
+ * Patch; a denial carries the mutator's one-line message. Scheduler-owned annotations a pod was created
+ * with are removed (each removal logged); the label {@code hami.io/webhook=ignore} counts only in the
+ * namespaces the device config lists (see {@link AdmissionMutator}).
  */
 public final class AdmissionWebhook {
-  /** The label that exempts a pod (or, through the webhook configuration, a namespace). */
-  public static final String IGNORE_LABEL = "hami.io/webhook";
+  /** The label that exempts a pod in the listed namespaces (or, through the webhook configuration, a namespace). */
+  public static final String IGNORE_LABEL = AdmissionMutator.IGNORE_LABEL;
+
+  private static final Logger LOG = LoggerFactory.getLogger(AdmissionWebhook.class);
 
   private static final JsonMapper MAPPER = PodJson.mapper();
 
@@ -85,12 +89,11 @@ public final class AdmissionWebhook {
       deny(response, 400, "request.object is not a Pod: " + HttpService.oneLine(e.getOriginalMessage()));
       return;
     }
-    Map<String, String> labels = pod.getMetadata().getLabels();
-    if (labels != null && "ignore".equals(labels.get(IGNORE_LABEL))) {
-      response.put("allowed", true);
-      return;
-    }
     AdmissionResult result = mutator.admit(pod, quotas);
+    for (String removed : result.removed()) {
+      LOG.info("pod {}/{}: removed {} it was created with: only the scheduler writes it",
+          pod.getMetadata().getNamespace(), pod.getMetadata().getName(), removed);
+    }
     if (!result.allowed()) {
       deny(response, 403, result.message());
       return;

@@ -10,6 +10,7 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 import io.vgpu.api.ContainerGrant;
+import io.vgpu.api.DeviceGrant;
 import io.vgpu.api.PodGrant;
 import io.vgpu.api.PodRef;
 import io.vgpu.api.ResourceSchema;
@@ -17,11 +18,15 @@ import io.vgpu.api.SchedulableDevice;
 import io.vgpu.core.Engine;
 import io.vgpu.core.NodeDevices;
 import io.vgpu.core.QuotaLimits;
+import io.vgpu.core.ReserveResult;
 import io.vgpu.k8s.codec.DeviceListCodec;
 import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.codec.NodeRegisterCodec;
+import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -30,6 +35,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
+import java.util.stream.Stream;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -40,19 +46,38 @@ import org.slf4j.LoggerFactory;
  * {@code hami.io/node-nvidia-register} annotations and pods' {@code hami.io/vgpu-devices-allocated} —
  * so a restarted scheduler neither loses nor duplicates a grant.
  *
+ * <p>Pods can write their own annotations, so a grant is taken from them only when it is consistent:
+ * the node exists and registers every granted device, and either the pod is bound to that node (it
+ * runs there, so it is counted even where it overflows a card — under-counting would let the card be
+ * over-committed) or it is a reservation this scheduler made, or one found when the ledger was rebuilt
+ * (at start, or on taking over leadership) whose {@code hami.io/vgpu-time} is live and which fits what
+ * is left. Anything else is ignored with one Warning Event on the pod. Once a grant is counted, later
+ * edits of the pod's annotations change nothing but the init-container shrink below.
+ *
  * <p>Pods that finished release their grant; pods being deleted keep it until they are gone; a pod whose
- * init containers all completed shrinks to its app containers' usage.
+ * init containers all completed shrinks to its app containers' usage. A reservation of a pod never
+ * bound is given back after the reservation timeout ({@link #reapStaleReservations}), timed from its
+ * {@code hami.io/vgpu-time} or, when that is missing or unreadable, from when the ledger first saw it.
  */
 public final class ClusterLedger implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ClusterLedger.class);
+  /** How far a reservation time may lie ahead of this clock (another instance's clock) and still count. */
+  private static final Duration CLOCK_SKEW = Duration.ofMinutes(1);
 
   private final KubernetesClient client;
   private final Engine engine;
   private final ResourceSchema schema;
   private final Predicate<Node> nodeFilter;
   private final NodeHealth health;
-  /** Pods whose reservation the stale-reservation reaper returned, keyed to the vgpu-time it had. */
-  private final Map<PodRef, String> reaped = new ConcurrentHashMap<>();
+  private final EventRecorder events;
+  private final Clock clock;
+  private final Duration reservationTimeout;
+  /** Pods whose reservation the stale-reservation reaper returned: it counts again only once bound or filtered anew. */
+  private final Set<PodRef> reaped = ConcurrentHashMap.newKeySet();
+  /** When the ledger first saw each reservation, for those whose own time cannot be read. */
+  private final Map<PodRef, Instant> firstSeen = new ConcurrentHashMap<>();
+  /** The last grant annotation ignored per pod, so that each is reported once. */
+  private final Map<PodRef, String> ignored = new ConcurrentHashMap<>();
   /** Register annotations last seen per node, so an unchanged node is not re-registered. */
   private final Map<String, String> registered = new ConcurrentHashMap<>();
   private final Set<String> warnedNodes = ConcurrentHashMap.newKeySet();
@@ -68,13 +93,19 @@ public final class ClusterLedger implements AutoCloseable {
    * A ledger that follows the cluster once {@link #start} is called.
    *
    * @param nodeFilter which nodes to register (the scheduler's {@code --node-label-selector})
+   * @param events where ignored grants are reported, on their pods
+   * @param reservationTimeout how long a reservation of a pod never bound stays live
    */
-  public ClusterLedger(KubernetesClient client, Engine engine, Predicate<Node> nodeFilter, NodeHealth health) {
+  public ClusterLedger(
+      KubernetesClient client, Engine engine, Predicate<Node> nodeFilter, NodeHealth health, EventRecorder events, Clock clock, Duration reservationTimeout) {
     this.client = client;
     this.engine = engine;
     this.schema = engine.config().schema();
     this.nodeFilter = nodeFilter;
     this.health = health;
+    this.events = events;
+    this.clock = clock;
+    this.reservationTimeout = reservationTimeout;
   }
 
   /**
@@ -110,9 +141,7 @@ public final class ClusterLedger implements AutoCloseable {
     for (ResourceQuota quota : quotas.getIndexer().list()) {
       refreshQuotas(quota.getMetadata().getNamespace());
     }
-    for (Pod pod : pods.getIndexer().list()) {
-      reconcilePod(pod.getMetadata().getNamespace(), pod.getMetadata().getName());
-    }
+    adoptReservations();
     synced = true;
     Duration took = Duration.ofNanos(System.nanoTime() - start);
     LOG.info("ledger rebuilt from the cluster in {} ms: {} nodes, {} grants", took.toMillis(), engine.nodeNames().size(), engine.grants().size());
@@ -149,14 +178,75 @@ public final class ClusterLedger implements AutoCloseable {
   }
 
   /**
-   * Returns a reservation the pod no longer needs held (filtered but never bound). The pod's grant
-   * comes back if it is bound later or filtered again.
+   * Settles every pod in the cache, taking over the live reservations found there: at start, the
+   * previous scheduler's; on becoming leader, the previous leader's. Bound pods go first, so that what
+   * runs is counted before any reservation competes with it.
    */
-  public void reap(PodRef pod, String assignedTime) {
-    synchronized (podLock) {
-      reaped.put(pod, assignedTime);
-      engine.release(pod);
+  public void adoptReservations() {
+    SharedIndexInformer<Pod> informer = pods;
+    if (informer == null) {
+      return;
     }
+    List<Pod> all = new ArrayList<>(informer.getIndexer().list());
+    all.sort(Comparator.comparing((Pod p) -> !bound(p)));
+    for (Pod pod : all) {
+      reconcilePod(pod.getMetadata().getNamespace(), pod.getMetadata().getName(), true);
+    }
+  }
+
+  /** The extender reserved a grant for the pod and is writing it into the pod: it is this scheduler's. */
+  public void reservedByFilter(PodRef pod) {
+    reaped.remove(pod);
+    ignored.remove(pod);
+    firstSeen.put(pod, clock.instant());
+  }
+
+  /**
+   * Gives back the reservations of pods filtered but never bound within the reservation timeout (HAMi
+   * keeps them until the pod is deleted, which strands capacity when kube-scheduler gives up on a pod).
+   * A reservation whose {@code hami.io/vgpu-time} is missing, unreadable or in the future is timed from
+   * when the ledger first saw it; {@code hami.io/bind-phase} makes no difference while the pod is unbound.
+   *
+   * @return how many reservations were given back
+   */
+  public int reapStaleReservations() {
+    Instant now = clock.instant();
+    Instant cutoff = now.minus(reservationTimeout);
+    int reapedNow = 0;
+    for (PodGrant grant : engine.grants()) {
+      Optional<Pod> cached = pod(grant.pod());
+      if (cached.isEmpty() || bound(cached.get())) {
+        continue;
+      }
+      Instant since = reservationTime(cached.get(), now).orElseGet(() -> firstSeen.computeIfAbsent(grant.pod(), k -> now));
+      if (since.isBefore(cutoff)) {
+        LOG.info("pod {} was filtered to {} at {} but never bound: giving its reservation back", grant.pod(), grant.node(), since);
+        synchronized (podLock) {
+          reaped.add(grant.pod());
+          engine.release(grant.pod());
+        }
+        reapedNow++;
+      }
+    }
+    return reapedNow;
+  }
+
+  /** The pod's {@code hami.io/vgpu-time}, when it is a time that can have been written already. */
+  private Optional<Instant> reservationTime(Pod pod, Instant now) {
+    String time = annotations(pod.getMetadata().getAnnotations()).get(HamiAnnotations.ASSIGNED_TIME);
+    if (time == null) {
+      return Optional.empty();
+    }
+    try {
+      Instant at = Instant.ofEpochSecond(Long.parseLong(time.trim()));
+      return at.isAfter(now.plus(CLOCK_SKEW)) ? Optional.empty() : Optional.of(at);
+    } catch (NumberFormatException | java.time.DateTimeException e) {
+      return Optional.empty();
+    }
+  }
+
+  private static boolean bound(Pod pod) {
+    return pod.getSpec() != null && pod.getSpec().getNodeName() != null && !pod.getSpec().getNodeName().isEmpty();
   }
 
   /** Re-evaluates a node's registration and health (the periodic register pass). */
@@ -262,7 +352,7 @@ public final class ClusterLedger implements AutoCloseable {
 
   // --- Pods
 
-  private void trackPod(Pod pod) {
+  private void trackPod(Pod pod, boolean adopt) {
     PodRef ref = new PodRef(pod.getMetadata().getNamespace(), pod.getMetadata().getName());
     Map<String, String> annotations = annotations(pod.getMetadata().getAnnotations());
     String node = annotations.get(HamiAnnotations.ASSIGNED_NODE);
@@ -273,36 +363,117 @@ public final class ClusterLedger implements AutoCloseable {
     String phase = pod.getStatus() == null ? null : pod.getStatus().getPhase();
     if ("Succeeded".equals(phase) || "Failed".equals(phase)) {
       engine.release(ref);
-      reaped.remove(ref);
+      forgetPod(ref);
       return;
-    }
-    String time = annotations.getOrDefault(HamiAnnotations.ASSIGNED_TIME, "");
-    String reapedAt = reaped.get(ref);
-    if (reapedAt != null) {
-      boolean bound = pod.getSpec() != null && pod.getSpec().getNodeName() != null;
-      if (reapedAt.equals(time) && !bound) {
-        return;
-      }
-      reaped.remove(ref);
     }
     PodGrant grant;
     try {
       grant = DeviceListCodec.decodeGrant(ref, node, allocated, names(pod.getSpec().getInitContainers()), names(pod.getSpec().getContainers()));
     } catch (IllegalArgumentException e) {
-      LOG.warn("pod {}: ignoring unreadable {}: {}", ref, HamiAnnotations.DEVICES_ALLOCATED, e.getMessage());
+      ignore(pod, ref, node, allocated, "it is unreadable: " + e.getMessage());
       return;
     }
     if (initContainersDone(pod)) {
       grant = withoutInitContainers(grant);
     }
+    boolean bound = bound(pod);
     Optional<PodGrant> held = engine.grant(ref);
     if (held.isPresent()) {
       if (held.get().equals(grant)) {
         return;
       }
-      engine.release(ref);
+      if (bound && grant.equals(withoutInitContainers(held.get()))) {
+        engine.release(ref);
+        engine.restore(grant);
+        return;
+      }
+      // Edited after the scheduler wrote it, or an older copy of the pod: what was counted stays.
+      ignore(pod, ref, node, allocated, "it differs from the grant the scheduler made, which stays counted");
+      return;
     }
-    engine.restore(grant);
+    if (!bound && reaped.contains(ref)) {
+      return;
+    }
+    if (bound && !node.equals(pod.getSpec().getNodeName())) {
+      ignore(pod, ref, node, allocated, "the pod is bound to node " + pod.getSpec().getNodeName());
+      return;
+    }
+    Optional<String> unknown = unknownDevices(grant);
+    if (unknown.isPresent()) {
+      ignore(pod, ref, node, allocated, unknown.get());
+      return;
+    }
+    Instant now = clock.instant();
+    if (bound) {
+      reaped.remove(ref);
+      ReserveResult fits = engine.reserve(grant);
+      if (!fits.reserved()) {
+        // It runs there: counting it is what keeps the card from being promised twice.
+        engine.restore(grant);
+        LOG.warn("pod {} runs on {} with a grant that does not fit what is left ({}); counted all the same", ref, node, fits.message());
+      }
+      firstSeen.putIfAbsent(ref, now);
+      return;
+    }
+    if (!adopt) {
+      ignore(pod, ref, node, allocated, "the pod is not bound there and this scheduler made no reservation for it");
+      return;
+    }
+    Optional<Instant> time = reservationTime(pod, now);
+    if (time.isEmpty() || !time.get().isAfter(now.minus(reservationTimeout))) {
+      ignore(pod, ref, node, allocated, "the pod is not bound there and " + HamiAnnotations.ASSIGNED_TIME + " names no live reservation");
+      return;
+    }
+    ReserveResult fits = engine.reserve(grant);
+    if (!fits.reserved()) {
+      ignore(pod, ref, node, allocated, "it does not fit what is left: " + fits.message());
+      return;
+    }
+    firstSeen.putIfAbsent(ref, now);
+  }
+
+  /** Why the grant's node or devices do not exist, as the node's own registration says; empty when they do. */
+  private Optional<String> unknownDevices(PodGrant grant) {
+    Optional<Node> node = node(grant.node());
+    if (node.isEmpty()) {
+      return Optional.of("the node does not exist");
+    }
+    String register = annotations(node.get().getMetadata().getAnnotations()).get(HamiAnnotations.NODE_REGISTER);
+    Set<String> uuids = new HashSet<>();
+    try {
+      if (register != null) {
+        NodeRegisterCodec.decode(register).forEach(d -> uuids.add(d.uuid()));
+      }
+    } catch (IllegalArgumentException e) {
+      return Optional.of("the node's " + HamiAnnotations.NODE_REGISTER + " is unreadable");
+    }
+    Optional<String> missing =
+        Stream.concat(grant.initContainers().stream(), grant.containers().stream())
+            .flatMap(c -> c.devices().stream())
+            .map(DeviceGrant::uuid)
+            .filter(uuid -> !uuids.contains(uuid))
+            .findFirst();
+    if (missing.isPresent()) {
+      return Optional.of("device " + missing.get() + " is not registered on the node");
+    }
+    return Optional.empty();
+  }
+
+  /** Reports an ignored grant once per pod and annotation: a log line and a Warning Event on the pod. */
+  private void ignore(Pod pod, PodRef ref, String node, String allocated, String why) {
+    String message = "ignoring " + HamiAnnotations.DEVICES_ALLOCATED + " on node " + node + ": " + why;
+    String signature = allocated + '|' + message;
+    if (signature.equals(ignored.put(ref, signature))) {
+      return;
+    }
+    LOG.warn("pod {}: {}", ref, message);
+    events.warning(pod, "GrantIgnored", message);
+  }
+
+  private void forgetPod(PodRef ref) {
+    reaped.remove(ref);
+    firstSeen.remove(ref);
+    ignored.remove(ref);
   }
 
   private static PodGrant withoutInitContainers(PodGrant grant) {
@@ -332,17 +503,24 @@ public final class ClusterLedger implements AutoCloseable {
     return containers == null ? List.of() : containers.stream().map(Container::getName).toList();
   }
 
-  /** Brings one pod's grant in line with the cache's current copy of the pod (see {@link #reconcileNode}). */
+  /**
+   * Brings one pod's grant in line with the cache's current copy of the pod (see {@link #reconcileNode}).
+   * Before the ledger has synced, every pod is one found at start.
+   */
   private void reconcilePod(String namespace, String name) {
+    reconcilePod(namespace, name, !synced);
+  }
+
+  private void reconcilePod(String namespace, String name, boolean adopt) {
     synchronized (podLock) {
       SharedIndexInformer<Pod> informer = pods;
       Pod pod = informer == null ? null : informer.getIndexer().getByKey(namespace + "/" + name);
       if (pod == null) {
         PodRef ref = new PodRef(namespace, name);
         engine.release(ref);
-        reaped.remove(ref);
+        forgetPod(ref);
       } else {
-        trackPod(pod);
+        trackPod(pod, adopt);
       }
     }
   }

@@ -174,6 +174,7 @@ public final class Extender {
       if (!reserved.reserved()) {
         return ExtenderFilterResult.error(reserved.message());
       }
+      ledger.reservedByFilter(ref);
       try {
         annotate(pod, placement.grant());
       } catch (KubernetesClientException e) {

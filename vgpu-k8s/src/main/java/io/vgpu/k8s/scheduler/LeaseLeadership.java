@@ -16,12 +16,14 @@ import org.slf4j.LoggerFactory;
 /**
  * Follows kube-scheduler's own leader election, as HAMi does: the extender runs beside a
  * kube-scheduler in the same pod, so it leads while that kube-scheduler's Lease names this pod
- * ({@code holderIdentity} starts with the pod's hostname) and the lease has not run out since it was
+ * ({@code holderIdentity} is the pod's hostname, {@code _} and a UUID, as kube-scheduler writes it) and the lease has not run out since it was
  * last seen. This keeps the extender that writes in step with the scheduler that calls it, without a
  * second election.
  */
 public final class LeaseLeadership implements Leadership {
   private static final Logger LOG = LoggerFactory.getLogger(LeaseLeadership.class);
+  /** kube-scheduler's holder identity is the hostname, this separator and a UUID. */
+  private static final String HOLDER_SEPARATOR = "_";
 
   private final String identity;
   private final Clock clock;
@@ -33,7 +35,7 @@ public final class LeaseLeadership implements Leadership {
   /**
    * Starts watching the lease.
    *
-   * @param identity this pod's hostname; the lease's holder must start with it
+   * @param identity this pod's hostname; the lease's holder must be it followed by {@code _}
    */
   public LeaseLeadership(KubernetesClient client, String namespace, String name, String identity, Clock clock) {
     this.identity = identity;
@@ -75,7 +77,15 @@ public final class LeaseLeadership implements Leadership {
     if (lease == null || lease.getSpec() == null || lease.getSpec().getHolderIdentity() == null) {
       return false;
     }
-    return lease.getSpec().getHolderIdentity().startsWith(identity);
+    return heldBy(lease.getSpec().getHolderIdentity(), identity);
+  }
+
+  /**
+   * Whether a Lease holder, as kube-scheduler writes it ({@code <hostname>_<uuid>}), is this instance:
+   * the identity and the separator, so that {@code x-1} does not lead while {@code x-10_...} holds it.
+   */
+  static boolean heldBy(String holder, String identity) {
+    return !identity.isEmpty() && holder.startsWith(identity + HOLDER_SEPARATOR);
   }
 
   @Override

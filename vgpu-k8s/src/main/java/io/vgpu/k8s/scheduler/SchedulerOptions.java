@@ -10,10 +10,17 @@ import java.util.Optional;
  * How a {@link SchedulerServer} runs; the names follow HAMi's scheduler flags so its Helm values carry
  * over.
  *
- * @param httpBind extender and webhook address ({@code --http_bind}, default {@code 127.0.0.1:8080})
+ * @param httpBind webhook address, and the extender's unless it has its own ({@code --http_bind},
+ *     default {@code 127.0.0.1:8080})
  * @param certFile TLS certificate (PEM); empty serves plain HTTP
  * @param keyFile TLS key (PEM)
- * @param metricsBind metrics address ({@code --metrics-bind-address}, default {@code :9395})
+ * @param extenderBind the extender's own address ({@code --extender-bind-address}), e.g. loopback when
+ *     kube-scheduler runs in the same pod; empty serves it on {@code httpBind}
+ * @param clientCaFile CA bundle whose client certificates {@code /filter} and {@code /bind} require
+ *     ({@code --client-ca-file}); empty leaves the extender open to any caller
+ * @param webhookClientCaFile CA bundle whose client certificates {@code /webhook} requires ({@code
+ *     --webhook-client-ca-file}); for API servers given an admission kubeconfig with a certificate
+ * @param metricsBind metrics and health address ({@code --metrics-bind-address}, default {@code :9395})
  * @param schedulerName the scheduler GPU pods are handed to by the webhook ({@code --scheduler-name})
  * @param overwriteDefaultScheduler whether GPU pods naming {@code default-scheduler} are handed over too
  *     ({@code --force-overwrite-default-scheduler}, default true)
@@ -25,7 +32,7 @@ import java.util.Optional;
  * @param leaderElect whether to follow kube-scheduler's Lease ({@code --leader-elect})
  * @param leaseName the Lease's name ({@code --leader-elect-resource-name})
  * @param leaseNamespace the Lease's namespace ({@code --leader-elect-resource-namespace})
- * @param identity this instance's hostname, which the Lease holder must start with
+ * @param identity this instance's hostname; the Lease holder must be it followed by {@code _<uuid>}
  * @param staleReservationTimeout when a pod filtered but never bound gives its reservation back
  * @param nodeLabelSelector only nodes with these labels are registered ({@code --node-label-selector})
  * @param legacyMetrics also emit HAMi's old metric names
@@ -35,6 +42,9 @@ public record SchedulerOptions(
     String httpBind,
     Optional<Path> certFile,
     Optional<Path> keyFile,
+    String extenderBind,
+    Optional<Path> clientCaFile,
+    Optional<Path> webhookClientCaFile,
     String metricsBind,
     String schedulerName,
     boolean overwriteDefaultScheduler,
@@ -56,9 +66,16 @@ public record SchedulerOptions(
   public SchedulerOptions {
     Objects.requireNonNull(httpBind, "httpBind");
     Objects.requireNonNull(metricsBind, "metricsBind");
+    Objects.requireNonNull(extenderBind, "extenderBind");
     nodeLabelSelector = Map.copyOf(nodeLabelSelector);
     if (certFile.isPresent() != keyFile.isPresent()) {
       throw new IllegalArgumentException("--cert_file and --key_file must be given together");
+    }
+    if (clientCaFile.isPresent() && certFile.isEmpty()) {
+      throw new IllegalArgumentException("--client-ca-file needs --cert_file and --key_file: client certificates are checked over TLS");
+    }
+    if (webhookClientCaFile.isPresent() && certFile.isEmpty()) {
+      throw new IllegalArgumentException("--webhook-client-ca-file needs --cert_file and --key_file: client certificates are checked over TLS");
     }
     if (leaderElect && (leaseName.isEmpty() || leaseNamespace.isEmpty())) {
       throw new IllegalArgumentException("--leader-elect needs --leader-elect-resource-name and --leader-elect-resource-namespace");
@@ -69,6 +86,9 @@ public record SchedulerOptions(
   public static SchedulerOptions defaults() {
     return new SchedulerOptions(
         "127.0.0.1:8080",
+        Optional.empty(),
+        Optional.empty(),
+        "",
         Optional.empty(),
         Optional.empty(),
         ":9395",
@@ -91,22 +111,39 @@ public record SchedulerOptions(
 
   /** Returns a copy with other bind addresses. */
   public SchedulerOptions withBinds(String http, String metrics) {
-    return new SchedulerOptions(http, certFile, keyFile, metrics, schedulerName, overwriteDefaultScheduler, nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile,
+    return new SchedulerOptions(http, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metrics, schedulerName, overwriteDefaultScheduler, nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile,
         nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName, leaseNamespace, identity, staleReservationTimeout, nodeLabelSelector,
         legacyMetrics, syncTimeout);
   }
 
   /** Returns a copy with another stale-reservation timeout. */
   public SchedulerOptions withStaleReservationTimeout(Duration value) {
-    return new SchedulerOptions(httpBind, certFile, keyFile, metricsBind, schedulerName, overwriteDefaultScheduler, nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile,
+    return new SchedulerOptions(httpBind, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName, overwriteDefaultScheduler, nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile,
         nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName, leaseNamespace, identity, value, nodeLabelSelector, legacyMetrics,
         syncTimeout);
   }
 
   /** Returns a copy following a Lease. */
   public SchedulerOptions withLeaderElection(String name, String namespace, String hostname) {
-    return new SchedulerOptions(httpBind, certFile, keyFile, metricsBind, schedulerName, overwriteDefaultScheduler, nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile,
+    return new SchedulerOptions(httpBind, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName, overwriteDefaultScheduler, nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile,
         nodeLockTimeout, nodeLockRetryTimeout, true, name, namespace, hostname, staleReservationTimeout, nodeLabelSelector, legacyMetrics,
         syncTimeout);
+  }
+
+  /** Returns a copy serving TLS from these PEM files. */
+  public SchedulerOptions withTls(Path cert, Path key) {
+    return new SchedulerOptions(httpBind, Optional.of(cert), Optional.of(key), extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName,
+        overwriteDefaultScheduler, nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile, nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName,
+        leaseNamespace, identity, staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout);
+  }
+
+  /**
+   * Returns a copy whose extender has its own listener ({@code bind}, empty for none) and requires client
+   * certificates of {@code clientCa} (empty for any caller).
+   */
+  public SchedulerOptions withExtender(String bind, Optional<Path> clientCa, Optional<Path> webhookClientCa) {
+    return new SchedulerOptions(httpBind, certFile, keyFile, bind, clientCa, webhookClientCa, metricsBind, schedulerName, overwriteDefaultScheduler,
+        nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile, nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName, leaseNamespace, identity,
+        staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout);
   }
 }

@@ -7,24 +7,25 @@ import io.fabric8.kubernetes.client.dsl.base.PatchContext;
 import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
-import io.vgpu.api.PodGrant;
 import io.vgpu.core.Engine;
 import io.vgpu.k8s.admission.AdmissionMutator;
-import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.config.DeviceConfig;
 import io.vgpu.k8s.pod.PodJson;
-import io.vgpu.k8s.pod.PodRefs;
 import io.vgpu.k8s.pod.PodRequestParser;
+import io.vgpu.k8s.server.ClientCertificateAuthority;
 import io.vgpu.k8s.server.HttpService;
 import io.vgpu.k8s.server.ReloadingKeyManager;
 import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderArgs;
 import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderBindingArgs;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
-import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -37,9 +38,16 @@ import tools.jackson.databind.json.JsonMapper;
 import tools.jackson.databind.node.ObjectNode;
 
 /**
- * {@code vgpu scheduler} assembled: the extender and the webhook on one HTTP(S) listener, metrics on
- * another, the ledger following the cluster, and the leader's periodic work — the node handshake pass
- * every 15 seconds and the sweep that gives back reservations of pods filtered but never bound.
+ * {@code vgpu scheduler} assembled: the webhook on {@code --http_bind}; the extender there too, or on its
+ * own listener ({@code --extender-bind-address}, loopback when kube-scheduler runs in the same pod);
+ * metrics and the health probes on a third; the ledger following the cluster; and the leader's periodic
+ * work — the node handshake pass every 15 seconds and the sweep that gives back reservations of pods
+ * filtered but never bound.
+ *
+ * <p>{@code /filter} and {@code /bind} act with the scheduler's rights (they patch pods and post
+ * Bindings), so with {@code --client-ca-file} they answer only clients presenting a certificate of
+ * that authority — kube-scheduler, through its extender {@code tlsConfig}. Without it the scheduler
+ * warns once at start that they are open to any caller. The probes need no certificate.
  */
 public final class SchedulerServer implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(SchedulerServer.class);
@@ -55,10 +63,9 @@ public final class SchedulerServer implements AutoCloseable {
   private final NodeHealth health;
   private final Extender extender;
   private final HttpService http;
+  private final HttpService extenderHttp;
   private final HttpService metricsHttp;
   private final ScheduledExecutorService background;
-  private final Clock clock;
-  private final Duration staleReservationTimeout;
 
   private SchedulerServer(Builder b) {
     this.client = b.client;
@@ -68,10 +75,9 @@ public final class SchedulerServer implements AutoCloseable {
     this.health = b.health;
     this.extender = b.extender;
     this.http = b.http;
+    this.extenderHttp = b.extenderHttp;
     this.metricsHttp = b.metricsHttp;
     this.background = b.background;
-    this.clock = b.clock;
-    this.staleReservationTimeout = b.staleReservationTimeout;
   }
 
   private static final class Builder {
@@ -82,10 +88,9 @@ public final class SchedulerServer implements AutoCloseable {
     NodeHealth health;
     Extender extender;
     HttpService http;
+    HttpService extenderHttp;
     HttpService metricsHttp;
     ScheduledExecutorService background;
-    Clock clock;
-    Duration staleReservationTimeout;
   }
 
   /**
@@ -101,14 +106,13 @@ public final class SchedulerServer implements AutoCloseable {
         .build();
     Builder b = new Builder();
     b.client = client;
-    b.clock = clock;
-    b.staleReservationTimeout = options.staleReservationTimeout();
     b.engine = Engine.builder().config(effective.engineConfig()).build();
     PrometheusRegistry registry = new PrometheusRegistry();
     String version = SchedulerServer.class.getPackage().getImplementationVersion();
     SchedulerMetrics metrics = new SchedulerMetrics(registry, b.engine, options.legacyMetrics(), version == null ? "dev" : version);
     b.health = new NodeHealth(effective.schema().countResource(), clock, Duration.ofSeconds(60));
-    b.ledger = new ClusterLedger(client, b.engine, labelFilter(options.nodeLabelSelector()), b.health);
+    EventRecorder events = new EventRecorder(client, "vgpu-scheduler", clock);
+    b.ledger = new ClusterLedger(client, b.engine, labelFilter(options.nodeLabelSelector()), b.health, events, clock, options.staleReservationTimeout());
     b.leadership = options.leaderElect()
         ? new LeaseLeadership(client, options.leaseNamespace(), options.leaseName(), options.identity(), clock)
         : Leadership.always();
@@ -121,7 +125,7 @@ public final class SchedulerServer implements AutoCloseable {
             b.leadership,
             new PodRequestParser(effective.schema()),
             new NodeLock(client, options.nodeLockTimeout(), clock),
-            new EventRecorder(client, "vgpu-scheduler", clock),
+            events,
             metrics,
             clock,
             Duration.ofSeconds(25),
@@ -130,24 +134,52 @@ public final class SchedulerServer implements AutoCloseable {
     AdmissionWebhook webhook = new AdmissionWebhook(new AdmissionMutator(effective, schedulerName, options.overwriteDefaultScheduler()), b.engine::quota);
 
     metrics.rebuilt(b.ledger.start(options.syncTimeout()).toNanos());
-    HttpService.Builder routes = HttpService.builder(HttpService.parseAddress("--http_bind", options.httpBind())).name("extender");
-    if (options.certFile().isPresent()) {
-      routes.tls(new ReloadingKeyManager(options.certFile().get(), options.keyFile().orElseThrow(), Duration.ofSeconds(10), clock));
+    // A new leader takes over the reservations its predecessor made and kube-scheduler has yet to bind.
+    b.leadership.onStartedLeading(b.ledger::adoptReservations);
+    Optional<ClientCertificateAuthority> extenderClients = authority("--client-ca-file", options.clientCaFile());
+    Optional<ClientCertificateAuthority> webhookClients = authority("--webhook-client-ca-file", options.webhookClientCaFile());
+    ReloadingKeyManager keys =
+        options.certFile().isPresent() ? new ReloadingKeyManager(options.certFile().get(), options.keyFile().orElseThrow(), Duration.ofSeconds(10), clock) : null;
+    boolean ownListener = !options.extenderBind().isEmpty();
+    HttpService.Builder webhookRoutes = HttpService.builder(HttpService.parseAddress("--http_bind", options.httpBind())).name(ownListener ? "webhook" : "extender");
+    HttpService.Builder extenderRoutes =
+        ownListener ? HttpService.builder(HttpService.parseAddress("--extender-bind-address", options.extenderBind())).name("extender") : webhookRoutes;
+    if (keys != null) {
+      webhookRoutes.tls(keys);
+      extenderRoutes.tls(keys);
+    }
+    route(extenderRoutes, "POST", "/filter", extenderClients, r -> json(b.extender.filter(read(r.body(), ExtenderArgs.class))));
+    route(extenderRoutes, "POST", "/bind", extenderClients, r -> json(b.extender.bind(read(r.body(), ExtenderBindingArgs.class))));
+    route(webhookRoutes, "POST", "/webhook", webhookClients, r -> HttpService.Response.json(200, webhook.review(r.body())));
+    String extenderAddress = ownListener ? options.extenderBind() : options.httpBind();
+    if (extenderClients.isEmpty()) {
+      LOG.warn("the extender on {} answers /filter and /bind from any caller that reaches it; give --client-ca-file to accept only kube-scheduler's certificate",
+          extenderAddress);
     }
     SchedulerServer[] self = new SchedulerServer[1];
-    routes
-        .route("POST", "/filter", r -> json(b.extender.filter(read(r.body(), ExtenderArgs.class))))
-        .route("POST", "/bind", r -> json(b.extender.bind(read(r.body(), ExtenderBindingArgs.class))))
-        .route("POST", "/webhook", r -> HttpService.Response.json(200, webhook.review(r.body())))
-        .route("GET", "/healthz", r -> HttpService.Response.text(200, "ok\n"))
-        .route("GET", "/readyz", r -> self[0].ready() ? HttpService.Response.text(200, "ok\n") : HttpService.Response.text(503, self[0].notReadyReason() + "\n"));
-    b.http = routes.start();
-    b.metricsHttp =
-        HttpService.builder(HttpService.parseAddress("--metrics-bind-address", options.metricsBind()))
-            .name("metrics")
-            .threads(2)
-            .route("GET", "/metrics", r -> metricsResponse(registry))
-            .start();
+    List<HttpService> started = new ArrayList<>();
+    try {
+      started.add(webhookRoutes.start());
+      if (ownListener) {
+        started.add(extenderRoutes.start());
+      }
+      started.add(
+          HttpService.builder(HttpService.parseAddress("--metrics-bind-address", options.metricsBind()))
+              .name("metrics")
+              .threads(2)
+              .route("GET", "/metrics", r -> metricsResponse(registry))
+              .route("GET", "/healthz", r -> HttpService.Response.text(200, "ok\n"))
+              .route("GET", "/readyz", r -> self[0].ready() ? HttpService.Response.text(200, "ok\n") : HttpService.Response.text(503, self[0].notReadyReason() + "\n"))
+              .start());
+    } catch (IOException | RuntimeException e) {
+      started.forEach(HttpService::close);
+      b.ledger.close();
+      b.leadership.close();
+      throw e;
+    }
+    b.http = started.get(0);
+    b.extenderHttp = ownListener ? started.get(1) : b.http;
+    b.metricsHttp = started.get(started.size() - 1);
     b.background =
         Executors.newSingleThreadScheduledExecutor(
             r -> {
@@ -159,8 +191,21 @@ public final class SchedulerServer implements AutoCloseable {
     self[0] = server;
     b.background.scheduleWithFixedDelay(server::registerPass, 0, REGISTER_INTERVAL.toMillis(), TimeUnit.MILLISECONDS);
     b.background.scheduleWithFixedDelay(server::sweepStaleReservations, SWEEP_INTERVAL.toMillis(), SWEEP_INTERVAL.toMillis(), TimeUnit.MILLISECONDS);
-    LOG.info("vgpu scheduler listening on {} (extender, webhook) and {} (metrics)", options.httpBind(), options.metricsBind());
+    LOG.info("vgpu scheduler listening on {} (webhook), {} (extender) and {} (metrics, /healthz, /readyz)", options.httpBind(), extenderAddress, options.metricsBind());
     return server;
+  }
+
+  private static Optional<ClientCertificateAuthority> authority(String flag, Optional<Path> file) throws IOException {
+    return file.isEmpty() ? Optional.empty() : Optional.of(ClientCertificateAuthority.read(flag, file.get()));
+  }
+
+  private static void route(
+      HttpService.Builder routes, String method, String path, Optional<ClientCertificateAuthority> clients, HttpService.Handler handler) {
+    if (clients.isPresent()) {
+      routes.route(method, path, clients.get(), handler);
+    } else {
+      routes.route(method, path, handler);
+    }
   }
 
   private static Predicate<Node> labelFilter(Map<String, String> selector) {
@@ -201,12 +246,22 @@ public final class SchedulerServer implements AutoCloseable {
     return engine;
   }
 
-  /** The extender's port. */
+  /** The port of {@code --http_bind}: the webhook's, and the extender's unless it has its own. */
   public int port() {
     return http.port();
   }
 
-  /** The metrics port. */
+  /** The extender's port. */
+  public int extenderPort() {
+    return extenderHttp.port();
+  }
+
+  /** The ledger following the cluster (for tests). */
+  ClusterLedger ledger() {
+    return ledger;
+  }
+
+  /** The metrics port, which also serves {@code /healthz} and {@code /readyz}. */
   public int metricsPort() {
     return metricsHttp.port();
   }
@@ -244,32 +299,10 @@ public final class SchedulerServer implements AutoCloseable {
     }
   }
 
-  /**
-   * Gives back reservations of pods that were filtered but never bound within the timeout (HAMi keeps
-   * them until the pod is deleted, which strands capacity when kube-scheduler gives up on a pod).
-   */
+  /** The leader gives back reservations of pods filtered but never bound within the timeout. */
   void sweepStaleReservations() {
-    if (!leadership.isLeader()) {
-      return;
-    }
-    Instant cutoff = clock.instant().minus(staleReservationTimeout);
-    for (PodGrant grant : engine.grants()) {
-      ledger.pod(grant.pod()).ifPresent(pod -> {
-        Map<String, String> annotations = PodRefs.annotations(pod);
-        String time = annotations.get(HamiAnnotations.ASSIGNED_TIME);
-        boolean bound = pod.getSpec() != null && pod.getSpec().getNodeName() != null && !pod.getSpec().getNodeName().isEmpty();
-        if (bound || annotations.containsKey(HamiAnnotations.BIND_PHASE) || time == null) {
-          return;
-        }
-        try {
-          if (Instant.ofEpochSecond(Long.parseLong(time)).isBefore(cutoff)) {
-            LOG.info("pod {} was filtered to {} at {} but never bound: giving its reservation back", grant.pod(), grant.node(), time);
-            ledger.reap(grant.pod(), time);
-          }
-        } catch (NumberFormatException e) {
-          LOG.debug("pod {}: unreadable {} '{}'", grant.pod(), HamiAnnotations.ASSIGNED_TIME, time);
-        }
-      });
+    if (leadership.isLeader()) {
+      ledger.reapStaleReservations();
     }
   }
 
@@ -277,6 +310,9 @@ public final class SchedulerServer implements AutoCloseable {
   public void close() {
     background.shutdownNow();
     http.close();
+    if (extenderHttp != http) {
+      extenderHttp.close();
+    }
     metricsHttp.close();
     ledger.close();
     leadership.close();

@@ -1,29 +1,65 @@
 package io.vgpu.k8s.server;
 
-import com.sun.net.httpserver.HttpExchange;
-import com.sun.net.httpserver.HttpServer;
-import com.sun.net.httpserver.HttpsConfigurator;
-import com.sun.net.httpserver.HttpsServer;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
+import java.net.BindException;
 import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.security.GeneralSecurityException;
+import java.security.cert.Certificate;
+import java.security.cert.X509Certificate;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
+import java.util.Set;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import javax.net.ssl.KeyManager;
 import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLPeerUnverifiedException;
+import javax.net.ssl.SSLSession;
+import javax.net.ssl.TrustManager;
+import org.eclipse.jetty.http.HttpHeader;
+import org.eclipse.jetty.http.HttpStatus;
+import org.eclipse.jetty.io.Connection;
+import org.eclipse.jetty.io.Content;
+import org.eclipse.jetty.io.EndPoint;
+import org.eclipse.jetty.server.HttpConfiguration;
+import org.eclipse.jetty.server.HttpConnectionFactory;
+import org.eclipse.jetty.server.NetworkConnectionLimit;
+import org.eclipse.jetty.server.SecureRequestCustomizer;
+import org.eclipse.jetty.server.Server;
+import org.eclipse.jetty.server.ServerConnector;
+import org.eclipse.jetty.server.SslConnectionFactory;
+import org.eclipse.jetty.util.Callback;
+import org.eclipse.jetty.util.ssl.SslContextFactory;
+import org.eclipse.jetty.util.thread.QueuedThreadPool;
+import org.eclipse.jetty.util.thread.Scheduler;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * A small HTTP or HTTPS server on the JDK's built-in server: fixed routes, a request-size limit, and
- * failures answered with one line — never a stack trace in a body or in an INFO log.
+ * A small HTTP or HTTPS server: fixed routes, failures answered with one line — never a stack trace in
+ * a body or in an INFO log — and bounded in every way a slow or hostile client could stretch it.
+ *
+ * <p>It runs on Jetty (core, no servlets), whose selector reads requests without holding a thread:
+ * the JDK's built-in server gives every connection a worker thread for as long as its client takes to
+ * send the request, so a handful of clients trickling bytes stop it. Here a request holds a worker only
+ * once it has fully arrived; the workers and their queue are bounded; every connection must deliver a
+ * request within the request timeout; bodies above the limit are refused on their announced length;
+ * and the number of connections is capped.
+ *
+ * <p>Routes may require a TLS client certificate signed by a given {@link ClientCertificateAuthority};
+ * the listener then asks every client for a certificate and each route checks its own authority, so
+ * open routes (a webhook the API server calls without a certificate) can share it.
  */
 public final class HttpService implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(HttpService.class);
@@ -73,12 +109,14 @@ public final class HttpService implements AutoCloseable {
     }
   }
 
-  private final HttpServer server;
-  private final ExecutorService executor;
+  private final Server server;
+  private final ServerConnector connector;
+  private final RequestDeadlines deadlines;
 
-  private HttpService(HttpServer server, ExecutorService executor) {
+  private HttpService(Server server, ServerConnector connector, RequestDeadlines deadlines) {
     this.server = server;
-    this.executor = executor;
+    this.connector = connector;
+    this.deadlines = deadlines;
   }
 
   /** Starts describing a server bound to {@code address}. */
@@ -115,27 +153,33 @@ public final class HttpService implements AutoCloseable {
 
   /** The port the server listens on (useful when bound to port 0). */
   public int port() {
-    return server.getAddress().getPort();
+    return connector.getLocalPort();
   }
 
   @Override
   public void close() {
-    server.stop(0);
-    executor.shutdownNow();
+    deadlines.stop();
     try {
-      executor.awaitTermination(5, TimeUnit.SECONDS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+      server.stop();
+    } catch (Exception e) {
+      LOG.warn("stopping the server failed: {}", oneLine(String.valueOf(e)));
     }
   }
+
+  /** A route: its handler and the authority whose client certificates it requires, if any. */
+  private record Route(Handler handler, @Nullable ClientCertificateAuthority clients) {}
 
   /** Describes an {@link HttpService}. */
   public static final class Builder {
     private final InetSocketAddress address;
-    private final Map<String, Map<String, Handler>> routes = new LinkedHashMap<>();
+    private final Map<String, Map<String, Route>> routes = new LinkedHashMap<>();
     private @Nullable KeyManager keyManager;
     private int maxBodyBytes = 1 << 20;
     private int threads = 4;
+    private int queue = 64;
+    private int maxConnections = 256;
+    private Duration requestTimeout = Duration.ofSeconds(10);
+    private Duration idleTimeout = Duration.ofSeconds(30);
     private String name = "http";
 
     private Builder(InetSocketAddress address) {
@@ -154,9 +198,36 @@ public final class HttpService implements AutoCloseable {
       return this;
     }
 
-    /** Worker threads (default 4). */
+    /** Worker threads, which run handlers (default 4). */
     public Builder threads(int value) {
       this.threads = value;
+      return this;
+    }
+
+    /** Requests waiting for a worker beyond which new ones are answered 503 (default 64). */
+    public Builder queue(int value) {
+      this.queue = value;
+      return this;
+    }
+
+    /** Open connections beyond which new ones wait to be accepted (default 256). */
+    public Builder maxConnections(int value) {
+      this.maxConnections = value;
+      return this;
+    }
+
+    /**
+     * How long a client may take to deliver a request: its headers from the time the connection opened
+     * or the previous response was sent, its body from the time its headers arrived (default 10 s).
+     */
+    public Builder requestTimeout(Duration value) {
+      this.requestTimeout = value;
+      return this;
+    }
+
+    /** How long a connection may stay silent before it is closed (default 30 s). */
+    public Builder idleTimeout(Duration value) {
+      this.idleTimeout = value;
       return this;
     }
 
@@ -166,98 +237,257 @@ public final class HttpService implements AutoCloseable {
       return this;
     }
 
-    /** Routes {@code method path} to {@code handler}. */
+    /** Routes {@code method path} to {@code handler}, open to any client. */
     public Builder route(String method, String path, Handler handler) {
-      routes.computeIfAbsent(path, p -> new LinkedHashMap<>()).put(method, handler);
+      routes.computeIfAbsent(path, p -> new LinkedHashMap<>()).put(method, new Route(handler, null));
+      return this;
+    }
+
+    /**
+     * Routes {@code method path} to {@code handler} for clients presenting a TLS certificate that
+     * {@code clients} trusts; others get 401 (no certificate) or 403 (another authority's).
+     */
+    public Builder route(String method, String path, ClientCertificateAuthority clients, Handler handler) {
+      routes.computeIfAbsent(path, p -> new LinkedHashMap<>()).put(method, new Route(handler, clients));
       return this;
     }
 
     /**
      * Binds and starts the server.
      *
-     * @throws IOException when the address cannot be bound
+     * @throws IOException when the address cannot be bound, or a route needs client certificates on a
+     *     listener without TLS
      */
     public HttpService start() throws IOException {
-      HttpServer server;
-      if (keyManager != null) {
-        HttpsServer https = HttpsServer.create(address, 64);
-        try {
-          SSLContext context = SSLContext.getInstance("TLS");
-          context.init(new KeyManager[] {keyManager}, null, null);
-          https.setHttpsConfigurator(new HttpsConfigurator(context));
-        } catch (GeneralSecurityException e) {
-          throw new IOException("cannot set up TLS: " + e.getMessage(), e);
+      Set<ClientCertificateAuthority> authorities = new LinkedHashSet<>();
+      routes.values().forEach(byMethod -> byMethod.values().forEach(r -> {
+        if (r.clients() != null) {
+          authorities.add(r.clients());
         }
-        server = https;
+      }));
+      if (!authorities.isEmpty() && keyManager == null) {
+        throw new IOException(name + ": client certificates need TLS, and no server certificate is configured");
+      }
+      // One acceptor and one selector thread besides the workers; no threads reserved beyond them.
+      QueuedThreadPool pool = new QueuedThreadPool(threads + 2, 2, 60_000, new ArrayBlockingQueue<>(queue));
+      pool.setName("vgpu-" + name);
+      pool.setDaemon(true);
+      pool.setReservedThreads(0);
+      Server server = new Server(pool);
+      HttpConfiguration http = new HttpConfiguration();
+      http.setSendServerVersion(false);
+      http.setSendXPoweredBy(false);
+      HttpConnectionFactory httpFactory = new HttpConnectionFactory(http);
+      ServerConnector connector;
+      if (keyManager != null) {
+        // kube-scheduler calls https://127.0.0.1:<port> with a certificate made out to the Service's
+        // names: the Host need not be one of them (Jetty would otherwise add a customizer that refuses it).
+        http.addCustomizer(new SecureRequestCustomizer(false));
+        connector = new ServerConnector(server, 1, 1, new SslConnectionFactory(sslContextFactory(keyManager, authorities), "http/1.1"), httpFactory);
       } else {
-        server = HttpServer.create(address, 64);
+        connector = new ServerConnector(server, 1, 1, httpFactory);
       }
-      ExecutorService executor =
-          Executors.newFixedThreadPool(
-              threads,
-              r -> {
-                Thread t = new Thread(r, "vgpu-" + name);
-                t.setDaemon(true);
-                return t;
-              });
-      server.setExecutor(executor);
-      Map<String, Map<String, Handler>> table = Map.copyOf(routes);
-      int limit = maxBodyBytes;
-      String serverName = name;
-      server.createContext("/", exchange -> serve(exchange, table, limit, serverName));
-      server.start();
-      return new HttpService(server, executor);
-    }
-  }
-
-  private static void serve(HttpExchange exchange, Map<String, Map<String, Handler>> routes, int limit, String name)
-      throws IOException {
-    try (exchange) {
-      String path = exchange.getRequestURI().getPath();
-      Map<String, Handler> byMethod = routes.get(path);
-      if (byMethod == null) {
-        send(exchange, Response.text(404, "no such path: " + path + "\n"));
-        return;
-      }
-      Handler handler = byMethod.get(exchange.getRequestMethod());
-      if (handler == null) {
-        exchange.getResponseHeaders().set("Allow", String.join(", ", byMethod.keySet()));
-        send(exchange, Response.text(405, exchange.getRequestMethod() + " is not allowed on " + path + "\n"));
-        return;
-      }
-      byte[] body = readLimited(exchange.getRequestBody(), limit);
-      if (body == null) {
-        send(exchange, Response.text(400, "request body exceeds " + limit + " bytes\n"));
-        return;
-      }
-      Response response;
+      connector.setHost(address.getAddress() == null || address.getAddress().isAnyLocalAddress() ? null : address.getAddress().getHostAddress());
+      connector.setPort(address.getPort());
+      connector.setIdleTimeout(idleTimeout.toMillis());
+      RequestDeadlines deadlines = new RequestDeadlines(requestTimeout, server.getScheduler(), name);
+      connector.addBean(deadlines);
+      server.addConnector(connector);
+      server.addBean(new NetworkConnectionLimit(maxConnections, connector));
+      server.setErrorHandler(new OneLineErrors());
+      server.setHandler(new Dispatcher(copyOf(routes), maxBodyBytes, requestTimeout, name, deadlines));
+      server.setStopTimeout(1000);
       try {
-        response = handler.handle(new Request(exchange.getRequestMethod(), path, body));
-      } catch (BadRequest e) {
-        response = Response.text(400, oneLine(e.getMessage()) + "\n");
+        server.start();
+      } catch (IOException e) {
+        stopQuietly(server);
+        throw new IOException(name + ": cannot listen on " + address + ": " + oneLine(e.getMessage()), e);
       } catch (Exception e) {
-        LOG.warn("{} {} {} failed: {}", name, exchange.getRequestMethod(), path, oneLine(String.valueOf(e)));
-        LOG.debug("{} {} failure detail", name, path, e);
-        response = Response.text(500, "internal error: " + oneLine(String.valueOf(e.getMessage())) + "\n");
+        stopQuietly(server);
+        throw new IOException(name + ": cannot start: " + oneLine(String.valueOf(e)), e);
       }
-      send(exchange, response);
+      deadlines.start();
+      return new HttpService(server, connector, deadlines);
+    }
+
+    private static Map<String, Map<String, Route>> copyOf(Map<String, Map<String, Route>> routes) {
+      Map<String, Map<String, Route>> copy = new LinkedHashMap<>();
+      routes.forEach((path, byMethod) -> copy.put(path, Map.copyOf(byMethod)));
+      return Map.copyOf(copy);
+    }
+
+    private static SslContextFactory.Server sslContextFactory(KeyManager keys, Set<ClientCertificateAuthority> authorities) throws IOException {
+      SSLContext context;
+      try {
+        context = SSLContext.getInstance("TLS");
+        TrustManager[] trust = authorities.isEmpty() ? null : new TrustManager[] {new AnyClientAuthority(new ArrayList<>(authorities))};
+        context.init(new KeyManager[] {keys}, trust, null);
+      } catch (GeneralSecurityException e) {
+        throw new IOException("cannot set up TLS: " + e.getMessage(), e);
+      }
+      SslContextFactory.Server ssl = new SslContextFactory.Server();
+      ssl.setSslContext(context);
+      // Clients are identified by their certificate's chain, not by a host name.
+      ssl.setEndpointIdentificationAlgorithm(null);
+      ssl.setWantClientAuth(!authorities.isEmpty());
+      return ssl;
     }
   }
 
-  /** Reads at most {@code limit} bytes; {@code null} when the body is longer. */
-  private static byte @Nullable [] readLimited(InputStream in, int limit) throws IOException {
-    byte[] body = in.readNBytes(limit + 1);
-    // An oversized body is not drained: closing the exchange drops the connection instead.
-    return body.length > limit ? null : body;
+  private static void stopQuietly(Server server) {
+    try {
+      server.stop();
+    } catch (Exception e) {
+      LOG.debug("stopping a server that failed to start", e);
+    }
   }
 
-  private static void send(HttpExchange exchange, Response response) throws IOException {
-    exchange.getResponseHeaders().set("Content-Type", response.contentType());
-    exchange.sendResponseHeaders(response.status(), response.body().length == 0 ? -1 : response.body().length);
-    if (response.body().length > 0) {
-      try (OutputStream out = exchange.getResponseBody()) {
-        out.write(response.body());
+  /** Routes requests; reads bodies without holding a thread and runs handlers on the bounded workers. */
+  private static final class Dispatcher extends org.eclipse.jetty.server.Handler.Abstract.NonBlocking {
+    private final Map<String, Map<String, Route>> routes;
+    private final int maxBodyBytes;
+    private final Duration requestTimeout;
+    private final String name;
+    private final RequestDeadlines deadlines;
+
+    Dispatcher(Map<String, Map<String, Route>> routes, int maxBodyBytes, Duration requestTimeout, String name, RequestDeadlines deadlines) {
+      this.routes = routes;
+      this.maxBodyBytes = maxBodyBytes;
+      this.requestTimeout = requestTimeout;
+      this.name = name;
+      this.deadlines = deadlines;
+    }
+
+    @Override
+    public boolean handle(org.eclipse.jetty.server.Request request, org.eclipse.jetty.server.Response response, Callback callback) {
+      Connection connection = request.getConnectionMetaData().getConnection();
+      deadlines.started(connection);
+      Callback done = new Callback() {
+        @Override
+        public void succeeded() {
+          deadlines.finished(connection);
+          callback.succeeded();
+        }
+
+        @Override
+        public void failed(Throwable x) {
+          deadlines.finished(connection);
+          callback.failed(x);
+        }
+      };
+      String path = request.getHttpURI().getPath();
+      String method = request.getMethod();
+      Map<String, Route> byMethod = routes.get(path);
+      if (byMethod == null) {
+        send(response, done, Response.text(404, "no such path: " + path + "\n"), false);
+        return true;
       }
+      Route route = byMethod.get(method);
+      if (route == null) {
+        response.getHeaders().put(HttpHeader.ALLOW, String.join(", ", byMethod.keySet()));
+        send(response, done, Response.text(405, method + " is not allowed on " + path + "\n"), false);
+        return true;
+      }
+      if (route.clients() != null) {
+        Response refusal = authorize(connection.getEndPoint(), route.clients(), path);
+        if (refusal != null) {
+          send(response, done, refusal, false);
+          return true;
+        }
+      }
+      if (request.getLength() > maxBodyBytes) {
+        // Refused on the announcement; the connection closes instead of draining the body.
+        send(response, done, Response.text(400, "request body exceeds " + maxBodyBytes + " bytes\n"), true);
+        return true;
+      }
+      CompletableFuture<byte[]> body = Content.Source.asByteArrayAsync(request, maxBodyBytes);
+      Scheduler.Task deadline =
+          request.getComponents().getScheduler().schedule(() -> body.completeExceptionally(new TimeoutException()), requestTimeout.toMillis(), TimeUnit.MILLISECONDS);
+      Executor workers = request.getComponents().getExecutor();
+      body.whenComplete((bytes, error) -> {
+        deadline.cancel();
+        if (error != null) {
+          send(response, done, bodyFailure(error), true);
+          return;
+        }
+        try {
+          workers.execute(() -> send(response, done, run(route.handler(), new Request(method, path, bytes)), false));
+        } catch (RejectedExecutionException e) {
+          send(response, done, Response.text(503, name + " is busy; retry\n"), true);
+        }
+      });
+      return true;
+    }
+
+    private Response bodyFailure(Throwable error) {
+      Throwable cause = error instanceof java.util.concurrent.CompletionException && error.getCause() != null ? error.getCause() : error;
+      if (cause instanceof TimeoutException) {
+        return Response.text(408, "request body not received within " + requestTimeout.toMillis() + " ms\n");
+      }
+      // Jetty reports a body over the limit with IllegalStateException("Max size (...) exceeded").
+      if (cause instanceof IllegalStateException) {
+        return Response.text(400, "request body exceeds " + maxBodyBytes + " bytes\n");
+      }
+      return Response.text(400, "request body unreadable: " + oneLine(String.valueOf(cause.getMessage())) + "\n");
+    }
+
+    private Response run(Handler handler, Request request) {
+      try {
+        return handler.handle(request);
+      } catch (BadRequest e) {
+        return Response.text(400, oneLine(e.getMessage()) + "\n");
+      } catch (Exception e) {
+        LOG.warn("{} {} {} failed: {}", name, request.method(), request.path(), oneLine(String.valueOf(e)));
+        LOG.debug("{} {} failure detail", name, request.path(), e);
+        return Response.text(500, "internal error: " + oneLine(String.valueOf(e.getMessage())) + "\n");
+      }
+    }
+
+    /** Null when the client presented a certificate {@code clients} trusts; else the refusal. */
+    private static @Nullable Response authorize(EndPoint endPoint, ClientCertificateAuthority clients, String path) {
+      EndPoint.SslSessionData tls = endPoint.getSslSessionData();
+      if (tls == null) {
+        return Response.text(401, path + " requires a TLS client certificate\n");
+      }
+      SSLSession session = tls.sslSession();
+      Certificate[] peer;
+      try {
+        peer = session.getPeerCertificates();
+      } catch (SSLPeerUnverifiedException e) {
+        return Response.text(401, path + " requires a TLS client certificate\n");
+      }
+      X509Certificate[] chain = new X509Certificate[peer.length];
+      for (int i = 0; i < peer.length; i++) {
+        if (!(peer[i] instanceof X509Certificate x)) {
+          return Response.text(403, path + " requires an X.509 client certificate\n");
+        }
+        chain[i] = x;
+      }
+      if (!clients.trusts(chain)) {
+        return Response.text(403, path + ": the client certificate is not signed by " + clients + "\n");
+      }
+      return null;
+    }
+  }
+
+  private static void send(org.eclipse.jetty.server.Response response, Callback callback, Response r, boolean close) {
+    response.setStatus(r.status());
+    response.getHeaders().put(HttpHeader.CONTENT_TYPE, r.contentType());
+    response.getHeaders().put(HttpHeader.CONTENT_LENGTH, r.body().length);
+    if (close) {
+      response.getHeaders().put(HttpHeader.CONNECTION, "close");
+    }
+    response.write(true, ByteBuffer.wrap(r.body()), callback);
+  }
+
+  /** Jetty's own errors (a malformed request line, headers too large) as one plain line. */
+  private static final class OneLineErrors implements org.eclipse.jetty.server.Request.Handler {
+    @Override
+    public boolean handle(org.eclipse.jetty.server.Request request, org.eclipse.jetty.server.Response response, Callback callback) {
+      int status = response.getStatus() >= 400 ? response.getStatus() : 500;
+      String reason = HttpStatus.getMessage(status);
+      send(response, callback, Response.text(status, status + " " + reason + "\n"), false);
+      return true;
     }
   }
 

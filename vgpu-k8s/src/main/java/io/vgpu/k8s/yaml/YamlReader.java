@@ -9,6 +9,8 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import org.snakeyaml.engine.v2.exceptions.Mark;
 import tools.jackson.core.JacksonException;
 import tools.jackson.core.JsonParser;
 import tools.jackson.core.JsonToken;
@@ -16,15 +18,14 @@ import tools.jackson.core.ObjectReadContext;
 import tools.jackson.core.TokenStreamFactory;
 import tools.jackson.core.TokenStreamLocation;
 import tools.jackson.core.json.JsonFactory;
-import tools.jackson.dataformat.yaml.YAMLFactory;
 
 /**
  * Reads one YAML or JSON document into a {@link YamlNode} tree that keeps every value's position.
  * JSON is chosen for files ending in {@code .json} or text starting with <code>{</code> or {@code [};
- * everything else is read as YAML. Duplicate keys and extra documents are errors.
+ * everything else is read as YAML ({@link YamlEvents}: anchors, aliases and merge keys are resolved).
+ * Duplicate keys and extra documents are errors.
  */
 public final class YamlReader {
-  private static final TokenStreamFactory YAML = YAMLFactory.builder().build();
   private static final TokenStreamFactory JSON = JsonFactory.builder().build();
 
   private YamlReader() {}
@@ -56,8 +57,11 @@ public final class YamlReader {
   public static YamlNode read(String text, String fileName) {
     String trimmed = text.stripLeading();
     boolean json = fileName.endsWith(".json") || trimmed.startsWith("{") || trimmed.startsWith("[");
-    TokenStreamFactory factory = json ? JSON : YAML;
-    try (JsonParser parser = factory.createParser(ObjectReadContext.empty(), text)) {
+    return json ? readJson(text, fileName) : YamlEvents.read(text, fileName);
+  }
+
+  private static YamlNode readJson(String text, String fileName) {
+    try (JsonParser parser = JSON.createParser(ObjectReadContext.empty(), text)) {
       JsonToken first = parser.nextToken();
       if (first == null) {
         throw new InputException(new Position(fileName, 1, 1), "the document is empty");
@@ -65,23 +69,25 @@ public final class YamlReader {
       YamlNode root = readValue(parser, fileName);
       JsonToken extra = parser.nextToken();
       if (extra != null) {
-        throw new InputException(position(parser, fileName), "expected one document, found more content");
+        throw new InputException(position(parser.currentTokenLocation(), fileName), "expected one document, found more content");
       }
       return root;
     } catch (JacksonException e) {
-      throw syntaxError(e, fileName);
+      TokenStreamLocation at = e.getLocation();
+      Position position = at == null ? new Position(fileName, 1, 1) : position(at, fileName);
+      throw new InputException(position, "not well-formed: " + firstLine(e.getOriginalMessage(), e), e);
     }
   }
 
   private static YamlNode readValue(JsonParser parser, String file) {
-    Position at = position(parser, file);
+    Position at = position(parser.currentTokenLocation(), file);
     JsonToken token = parser.currentToken();
     switch (token) {
       case START_OBJECT -> {
         Map<String, YamlMap.Entry> entries = new LinkedHashMap<>();
         while (parser.nextToken() == JsonToken.PROPERTY_NAME) {
           String key = parser.currentName();
-          Position keyAt = position(parser, file);
+          Position keyAt = position(parser.currentTokenLocation(), file);
           parser.nextToken();
           YamlNode value = readValue(parser, file);
           if (entries.put(key, new YamlMap.Entry(key, keyAt, value)) != null) {
@@ -116,19 +122,16 @@ public final class YamlReader {
     }
   }
 
-  private static Position position(JsonParser parser, String file) {
-    return position(parser.currentTokenLocation(), file);
-  }
-
   private static Position position(TokenStreamLocation location, String file) {
     return new Position(file, Math.max(location.getLineNr(), 1), Math.max(location.getColumnNr(), 1));
   }
 
-  private static InputException syntaxError(JacksonException e, String file) {
-    TokenStreamLocation at = e.getLocation();
-    String message = e.getOriginalMessage();
-    String firstLine = message == null ? e.getClass().getSimpleName() : message.lines().findFirst().orElse(message).trim();
-    Position position = at == null ? new Position(file, 1, 1) : position(at, file);
-    return new InputException(position, "not well-formed: " + firstLine, e);
+  /** A YAML mark (line and column from 0) as a position (from 1). */
+  static Position position(Optional<Mark> mark, String file) {
+    return mark.map(m -> new Position(file, m.getLine() + 1, m.getColumn() + 1)).orElse(new Position(file, 1, 1));
+  }
+
+  static String firstLine(String message, Exception e) {
+    return message == null ? e.getClass().getSimpleName() : message.lines().findFirst().orElse(message).trim();
   }
 }

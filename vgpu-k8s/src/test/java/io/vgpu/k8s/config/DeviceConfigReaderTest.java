@@ -222,4 +222,34 @@ class DeviceConfigReaderTest {
     assertThatThrownBy(() -> GoDurations.parse("5 m")).isInstanceOf(IllegalArgumentException.class).hasMessage("'5 m' is not a duration such as 5m, 28s or 1h30m");
     assertThatThrownBy(() -> GoDurations.parse("99999999999999999999h")).isInstanceOf(IllegalArgumentException.class);
   }
+
+  @Test
+  void aDeviceConfigFileMayUseAnchorsAndMergeKeys(@TempDir Path dir) throws Exception {
+    Path file = dir.resolve("device-config.yaml");
+    Files.writeString(
+        file,
+        """
+        nvidia:
+          <<: &sharing
+            deviceSplitCount: 4
+            deviceMemoryScaling: 2
+          deviceSplitCount: 8
+          defaultMemory: &mem 1024
+          preConfiguredDeviceMemory: *mem
+        """);
+    DeviceConfig c = reader.readFile(file);
+    assertThat(c.deviceSplitCount()).isEqualTo(8);
+    assertThat(c.deviceMemoryScaling()).isEqualTo(2.0);
+    assertThat(c.preConfiguredDeviceMemory()).isEqualTo(1024);
+  }
+
+  @Test
+  void readsTheNamespacesWhereTheWebhookIgnoreLabelCounts() {
+    assertThat(DeviceConfig.DEFAULT.webhookIgnoreLabelNamespaces()).isEmpty();
+    assertThat(read("webhookIgnoreLabelNamespaces: [kube-system, gpu-ops]\n").webhookIgnoreLabelNamespaces()).containsExactly("kube-system", "gpu-ops");
+    assertThat(read("webhookIgnoreLabelNamespaces:\n").webhookIgnoreLabelNamespaces()).isEmpty();
+    assertThatThrownBy(() -> read("webhookIgnoreLabelNamespaces: [Team_A]\n"))
+        .isInstanceOf(InputException.class)
+        .hasMessage("c.yaml:1:32: config.webhookIgnoreLabelNamespaces[0]: 'Team_A' is not a namespace name");
+  }
 }

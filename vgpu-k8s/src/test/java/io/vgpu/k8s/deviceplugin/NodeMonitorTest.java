@@ -1,6 +1,7 @@
 package io.vgpu.k8s.deviceplugin;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
@@ -10,10 +11,15 @@ import io.vgpu.k8s.codec.HamiAnnotations;
 import java.io.ByteArrayOutputStream;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.io.FileOutputStream;
+import java.io.RandomAccessFile;
+import java.nio.file.Files;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.OptionalLong;
 import org.junit.jupiter.api.Test;
@@ -85,7 +91,7 @@ class NodeMonitorTest {
 
   @Test
   void theLimitReportedIsTheGrantsWhateverTheContainerWroteIntoItsRegion(@TempDir Path dir) throws Exception {
-    ByteBuffer region = ByteBuffer.allocate(8192).order(ByteOrder.LITTLE_ENDIAN);
+    ByteBuffer region = ByteBuffer.allocate(598016).order(ByteOrder.LITTLE_ENDIAN);
     region.putLong(0, SharedRegion.MAGIC).putInt(8, SharedRegion.VERSION).putInt(16, 16).putInt(20, 256).putLong(32, 4096);
     region.put(4096, GPU0.getBytes(StandardCharsets.US_ASCII));
     region.putLong(4096 + 96, 999L << 30); // a process of the container widened the limit words
@@ -100,5 +106,68 @@ class NodeMonitorTest {
     assertThat(scrape(monitor))
         .contains("hami_vgpu_memory_limit_bytes{" + labels + "} 4.294967296E9")
         .contains("hami_vgpu_memory_used_bytes{" + labels + "} 3.221225472E9");
+  }
+
+  /**
+   * A container can write its region's directory: whatever it leaves there under the region's name —
+   * a FIFO, a symlink to a huge file, a file of the wrong size — is reported once and never stops the
+   * scrape or the other containers' series.
+   */
+  @Test
+  void whatAContainerPutsInPlaceOfItsRegionNeverBlocksOrBreaksTheScrape(@TempDir Path dir) throws Exception {
+    Path big = dir.resolve("big");
+    try (RandomAccessFile f = new RandomAccessFile(big.toFile(), "rw")) {
+      f.setLength(3L << 30);
+    }
+    List<Pod> pods = new ArrayList<>();
+    for (String name : List.of("fifo", "link", "short", "dir", "fine")) {
+      pods.add(granted(name, "uid-" + name, GPU0 + ",NVIDIA,4096,25:;"));
+      Files.createDirectories(dir.resolve("uid-" + name + "_gpu"));
+    }
+    Path fifo = dir.resolve("uid-fifo_gpu/vgpu.shr");
+    assertThat(new ProcessBuilder("mkfifo", fifo.toString()).start().waitFor()).isZero();
+    Files.createSymbolicLink(dir.resolve("uid-link_gpu/vgpu.shr"), big);
+    Files.write(dir.resolve("uid-short_gpu/vgpu.shr"), new byte[9000]);
+    Files.createDirectories(dir.resolve("uid-dir_gpu/vgpu.shr"));
+    List<String> reports = new ArrayList<>();
+    NodeMonitor monitor =
+        new NodeMonitor("n1", () -> pods, (uid, c) -> dir.resolve(uid + "_" + c + "/vgpu.shr"), List::of, Clock.systemUTC(), reports::add);
+    try {
+      String text = assertTimeoutPreemptively(Duration.ofSeconds(10), () -> scrape(monitor));
+      for (String name : List.of("fifo", "link", "short", "dir", "fine")) {
+        assertThat(text).as(name).contains("hami_vgpu_memory_limit_bytes{container=\"gpu\",device_uuid=\"" + GPU0 + "\",namespace=\"team\",pod=\"" + name + "\"");
+      }
+      assertTimeoutPreemptively(Duration.ofSeconds(10), () -> scrape(monitor));
+    } finally {
+      // Release a reader stuck on the FIFO, should there be one.
+      new Thread(() -> {
+        try (FileOutputStream unblock = new FileOutputStream(fifo.toFile())) {
+          unblock.flush();
+        } catch (Exception ignored) {
+          // nothing was waiting
+        }
+      }).start();
+    }
+    assertThat(reports).hasSize(4);
+    assertThat(reports).allSatisfy(r -> assertThat(r).doesNotContain("\n"));
+    assertThat(String.join("\n", reports))
+        .contains("team/fifo container gpu: " + fifo + " is not a regular file")
+        .contains("team/link container gpu: " + dir.resolve("uid-link_gpu/vgpu.shr") + " is a symbolic link")
+        .contains("team/short container gpu: " + dir.resolve("uid-short_gpu/vgpu.shr") + " has 9000 bytes, not the region's 598016")
+        .contains("team/dir container gpu: " + dir.resolve("uid-dir_gpu/vgpu.shr") + " is not a regular file");
+  }
+
+  @Test
+  void aRegionBeingCreatedIsNotReported(@TempDir Path dir) throws Exception {
+    Files.createDirectories(dir.resolve("u_gpu"));
+    Files.write(dir.resolve("u_gpu/vgpu.shr"), new byte[0]);
+    List<String> reports = new ArrayList<>();
+    NodeMonitor monitor = new NodeMonitor("n1", () -> List.of(granted("p", "u", GPU0 + ",NVIDIA,4096,25:;")),
+        (uid, c) -> dir.resolve(uid + "_" + c + "/vgpu.shr"), List::of, Clock.systemUTC(), reports::add);
+    scrape(monitor);
+    // ftruncate to full size happens before the magic is written: a zero-filled region is not read yet.
+    Files.write(dir.resolve("u_gpu/vgpu.shr"), new byte[598016]);
+    assertThat(scrape(monitor)).contains("hami_vgpu_memory_used_bytes{");
+    assertThat(reports).isEmpty();
   }
 }

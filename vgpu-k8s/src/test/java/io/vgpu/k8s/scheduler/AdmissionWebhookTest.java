@@ -48,10 +48,50 @@ class AdmissionWebhookTest {
   }
 
   @Test
-  void anIgnoredPodPassesUntouched() throws Exception {
+  void theIgnoreLabelCountsOnlyInNamespacesTheDeviceConfigLists() throws Exception {
+    String pod = "{\"metadata\":{\"name\":\"p\",\"labels\":{\"hami.io/webhook\":\"ignore\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}}";
+    // team-a is not listed: the label is a pod's own word and changes nothing.
+    assertThat(patchOf(review("admission.k8s.io/v1", pod)))
+        .isEqualTo("[{\"op\":\"add\",\"path\":\"/spec/containers/0/resources/limits/nvidia.com~1gpucores\",\"value\":\"100\"},"
+            + "{\"op\":\"add\",\"path\":\"/spec/schedulerName\",\"value\":\"hami-scheduler\"}]");
+  }
+
+  @Test
+  void schedulerOwnedAnnotationsAndTheNodeLabelAreRemovedFromEveryCreatedPod() throws Exception {
+    String annotations = "{\"hami.io/vgpu-node\":\"n1\",\"note\":\"kept\",\"hami.io/vgpu-devices-allocated\":\"GPU-a,NVIDIA,40960,100:;\","
+        + "\"hami.io/vgpu-devices-to-allocate\":\"GPU-a,NVIDIA,40960,100:;\",\"hami.io/vgpu-time\":\"1700000000\",\"hami.io/bind-phase\":\"success\","
+        + "\"hami.io/bind-time\":\"1700000000\",\"hami.io/gpu-scheduler-policy\":\"binpack\"}";
     String response = review("admission.k8s.io/v1",
-        "{\"metadata\":{\"name\":\"p\",\"labels\":{\"hami.io/webhook\":\"ignore\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}}");
-    assertThat(response).isEqualTo("{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":\"705ab4f5-6393-11e8-b7cc-42010a800002\",\"allowed\":true}}");
+        "{\"metadata\":{\"name\":\"p\",\"annotations\":" + annotations + ",\"labels\":{\"app\":\"x\",\"hami.io/vgpu-node\":\"n1\"}},"
+            + "\"spec\":{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}}");
+    assertThat(patchOf(response))
+        .isEqualTo("[{\"op\":\"remove\",\"path\":\"/metadata/annotations/hami.io~1vgpu-node\"},"
+            + "{\"op\":\"remove\",\"path\":\"/metadata/annotations/hami.io~1vgpu-devices-allocated\"},"
+            + "{\"op\":\"remove\",\"path\":\"/metadata/annotations/hami.io~1vgpu-devices-to-allocate\"},"
+            + "{\"op\":\"remove\",\"path\":\"/metadata/annotations/hami.io~1vgpu-time\"},"
+            + "{\"op\":\"remove\",\"path\":\"/metadata/annotations/hami.io~1bind-phase\"},"
+            + "{\"op\":\"remove\",\"path\":\"/metadata/annotations/hami.io~1bind-time\"},"
+            + "{\"op\":\"remove\",\"path\":\"/metadata/labels/hami.io~1vgpu-node\"},"
+            + "{\"op\":\"add\",\"path\":\"/spec/containers/0/resources/limits/nvidia.com~1gpucores\",\"value\":\"100\"},"
+            + "{\"op\":\"add\",\"path\":\"/spec/schedulerName\",\"value\":\"hami-scheduler\"}]");
+    // A pod for another scheduler, or one without GPUs, keeps everything else but not the scheduler's annotations.
+    String other = review("admission.k8s.io/v1",
+        "{\"metadata\":{\"name\":\"p\",\"annotations\":{\"hami.io/vgpu-node\":\"n1\"}},\"spec\":{\"schedulerName\":\"volcano\",\"containers\":[{\"name\":\"c\"}]}}");
+    // Nothing is left of its annotations, so they go as a whole.
+    assertThat(patchOf(other)).isEqualTo("[{\"op\":\"remove\",\"path\":\"/metadata/annotations\"}]");
+  }
+
+  @Test
+  void inAListedNamespaceTheIgnoreLabelSkipsEverythingButTheRemoval() throws Exception {
+    AdmissionWebhook listed = new AdmissionWebhook(
+        new AdmissionMutator(DeviceConfig.DEFAULT.toBuilder().webhookIgnoreLabelNamespaces(java.util.List.of("team-a")).build(), "hami-scheduler"),
+        ns -> new QuotaUsage(ns, QuotaLimits.NONE, 0, 0));
+    String body = "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"u\",\"operation\":\"CREATE\",\"namespace\":\"team-a\","
+        + "\"object\":{\"metadata\":{\"name\":\"p\",\"labels\":{\"hami.io/webhook\":\"ignore\"},\"annotations\":{\"hami.io/vgpu-time\":\"1\"}},"
+        + "\"spec\":{\"containers\":[{\"name\":\"c\",\"securityContext\":{\"privileged\":true},\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}}}}";
+    String response = new String(listed.review(body.getBytes(StandardCharsets.UTF_8)), StandardCharsets.UTF_8);
+    assertThat(response).contains("\"allowed\":true");
+    assertThat(patchOf(response)).isEqualTo("[{\"op\":\"remove\",\"path\":\"/metadata/annotations\"}]");
   }
 
   @Test

@@ -143,14 +143,17 @@ final class ClusterHarness implements AutoCloseable {
 
   // --- kube-scheduler's calls
 
+  /** Posts to the extender's listener ({@code /filter}, {@code /bind}) or the webhook's. */
   HttpResponse<String> post(String path, String body) throws Exception {
+    int port = path.equals("/webhook") ? server.port() : server.extenderPort();
     return http.send(
-        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + path)).POST(HttpRequest.BodyPublishers.ofString(body)).build(),
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).POST(HttpRequest.BodyPublishers.ofString(body)).build(),
         HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
   }
 
-  HttpResponse<String> get(String path) throws Exception {
-    return http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + path)).GET().build(), HttpResponse.BodyHandlers.ofString());
+  /** A GET on the metrics listener, which serves the health probes. */
+  HttpResponse<String> probe(String path) throws Exception {
+    return http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.metricsPort() + path)).GET().build(), HttpResponse.BodyHandlers.ofString());
   }
 
   /** One filter call in node-cache mode. */

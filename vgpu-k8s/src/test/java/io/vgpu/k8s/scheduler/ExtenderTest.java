@@ -144,9 +144,10 @@ class ExtenderTest {
   }
 
   @Test
-  void healthAndReadiness() throws Exception {
-    assertThat(cluster.get("/healthz").statusCode()).isEqualTo(200);
-    assertThat(cluster.get("/readyz").statusCode()).isEqualTo(200);
+  void healthAndReadinessAreOnTheMetricsListener() throws Exception {
+    assertThat(cluster.probe("/healthz").statusCode()).isEqualTo(200);
+    assertThat(cluster.probe("/readyz").statusCode()).isEqualTo(200);
+    assertThat(cluster.post("/healthz", "").statusCode()).as("not on the extender's listener").isEqualTo(404);
   }
 
   @Test

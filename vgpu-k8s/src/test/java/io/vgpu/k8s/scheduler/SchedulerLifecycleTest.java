@@ -54,7 +54,7 @@ class SchedulerLifecycleTest {
     Pod b = cluster.create(small("b"));
     cluster.filter(a, List.of("n1"));
     cluster.filter(b, List.of("n1"));
-    int[] ports = {cluster.server.port(), other.port()};
+    int[] ports = {cluster.server.extenderPort(), other.extenderPort()};
     List<CompletableFuture<String>> binds = new ArrayList<>();
     String[] pods = {"a", "b"};
     for (int i = 0; i < 2; i++) {
@@ -92,15 +92,34 @@ class SchedulerLifecycleTest {
     client.leases().inNamespace("kube-system").resource(new LeaseBuilder().withNewMetadata().withName("hami-scheduler").withNamespace("kube-system").endMetadata()
         .withNewSpec().withHolderIdentity("other-pod_1234").withLeaseDurationSeconds(15).withRenewTime(ZonedDateTime.now()).endSpec().build()).create();
     cluster.start(SchedulerOptions.defaults().withLeaderElection("hami-scheduler", "kube-system", "vgpu-0"), DeviceConfig.DEFAULT);
-    assertThat(cluster.get("/readyz").statusCode()).isEqualTo(503);
+    assertThat(cluster.probe("/readyz").statusCode()).isEqualTo(503);
     Pod a = cluster.create(small("a"));
     assertThat(cluster.filter(a, List.of("n1")).path("Error").asString()).isEqualTo("this scheduler instance is not the leader");
 
     client.leases().inNamespace("kube-system").withName("hami-scheduler").edit(l -> new LeaseBuilder(l).editSpec().withHolderIdentity("vgpu-0_5678").endSpec().build());
     ClusterHarness.await(() -> cluster.server.ready(), "leadership");
-    assertThat(cluster.get("/readyz").statusCode()).isEqualTo(200);
+    assertThat(cluster.probe("/readyz").statusCode()).isEqualTo(200);
     JsonNode filtered = cluster.filter(a, List.of("n1"));
     assertThat(filtered.path("NodeNames").toString()).isEqualTo("[\"n1\"]");
+  }
+
+  @Test
+  void aHolderWhoseHostnameOnlyStartsWithOursIsAnotherInstance() throws Exception {
+    client.leases().inNamespace("kube-system").resource(new LeaseBuilder().withNewMetadata().withName("hami-scheduler").withNamespace("kube-system").endMetadata()
+        .withNewSpec().withHolderIdentity("vgpu-10_1234").withLeaseDurationSeconds(15).withRenewTime(ZonedDateTime.now()).endSpec().build()).create();
+    cluster.start(SchedulerOptions.defaults().withLeaderElection("hami-scheduler", "kube-system", "vgpu-1"), DeviceConfig.DEFAULT);
+    Pod a = cluster.create(small("a"));
+    assertThat(cluster.filter(a, List.of("n1")).path("Error").asString()).isEqualTo("this scheduler instance is not the leader");
+    assertThat(cluster.server.ready()).isFalse();
+    // Neither a bare hostname nor another separator counts: kube-scheduler writes <hostname>_<uuid>.
+    for (String holder : List.of("vgpu-1", "vgpu-1-5678", "vgpu-1.5678")) {
+      client.leases().inNamespace("kube-system").withName("hami-scheduler").edit(l -> new LeaseBuilder(l).editSpec().withHolderIdentity(holder).endSpec().build());
+      ClusterHarness.await(() -> holder.equals(client.leases().inNamespace("kube-system").withName("hami-scheduler").get().getSpec().getHolderIdentity()), "the edit");
+      Thread.sleep(200);
+      assertThat(cluster.server.ready()).as(holder).isFalse();
+    }
+    client.leases().inNamespace("kube-system").withName("hami-scheduler").edit(l -> new LeaseBuilder(l).editSpec().withHolderIdentity("vgpu-1_5678").endSpec().build());
+    ClusterHarness.await(() -> cluster.server.ready(), "leadership");
   }
 
   @Test

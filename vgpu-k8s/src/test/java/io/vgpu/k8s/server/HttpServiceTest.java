@@ -2,6 +2,7 @@ package io.vgpu.k8s.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -119,6 +120,127 @@ class HttpServiceTest {
     Files.writeString(key, "hello");
     assertThatThrownBy(() -> PemCredentials.read(cert, key))
         .hasMessage(key + ": no PRIVATE KEY, RSA PRIVATE KEY or EC PRIVATE KEY block found");
+  }
+
+  /**
+   * 50 connections that send nothing or trickle a request byte by byte (headers or body) hold no
+   * worker: a well-behaved request on a fresh connection is answered at once. The JDK's server gave
+   * each trickler a worker thread until it finished, so four of them stopped the listener.
+   */
+  @Test
+  void idleAndTricklingConnectionsDoNotHoldUpARequest() throws Exception {
+    try (HttpService server =
+            HttpService.builder(LOOPBACK).route("POST", "/filter", r -> HttpService.Response.json(200, r.body())).start();
+        SlowClients slow = new SlowClients(server.port(), 50)) {
+      slow.start();
+      HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+      String url = "http://127.0.0.1:" + server.port() + "/filter";
+      assertTimeoutPreemptively(Duration.ofSeconds(5), () -> post(client, url, "{}")); // warm up class loading
+      long worst = 0;
+      for (int i = 0; i < 5; i++) {
+        long start = System.nanoTime();
+        var response = assertTimeoutPreemptively(Duration.ofSeconds(5), () -> post(client, url, "{\"n\":1}"));
+        worst = Math.max(worst, System.nanoTime() - start);
+        assertThat(response.body()).isEqualTo("{\"n\":1}");
+      }
+      assertThat(slow.stillOpen()).as("the slow clients are still connected while the request is served").isGreaterThan(40);
+      System.out.printf("slowest /filter among 50 slow connections: %.1f ms%n", worst / 1e6);
+    }
+  }
+
+  @Test
+  void aClientThatNeverFinishesItsRequestIsCutOffAfterTheRequestTimeout() throws Exception {
+    try (HttpService server =
+            HttpService.builder(LOOPBACK)
+                .requestTimeout(Duration.ofMillis(600))
+                .route("POST", "/filter", r -> HttpService.Response.json(200, r.body()))
+                .start();
+        SlowClients slow = new SlowClients(server.port(), 6)) {
+      slow.start();
+      long deadline = System.nanoTime() + Duration.ofSeconds(8).toNanos();
+      while (slow.stillOpen() > 0 && System.nanoTime() < deadline) {
+        Thread.sleep(50);
+      }
+      assertThat(slow.stillOpen()).as("every slow connection closed by the server").isZero();
+    }
+  }
+
+  @Test
+  void theBodyIsBoundedBeforeItIsRead() throws Exception {
+    try (HttpService server = HttpService.builder(LOOPBACK).maxBodyBytes(1024).route("POST", "/filter", r -> HttpService.Response.json(200, r.body())).start();
+        java.net.Socket socket = new java.net.Socket(InetAddress.getLoopbackAddress(), server.port())) {
+      socket.setSoTimeout(5000);
+      // Announces 10 MiB and sends none of it: refused on the announcement, without waiting for the body.
+      socket.getOutputStream().write("POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 10485760\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+      String status = new java.io.BufferedReader(new java.io.InputStreamReader(socket.getInputStream(), StandardCharsets.US_ASCII)).readLine();
+      assertThat(status).isEqualTo("HTTP/1.1 400 Bad Request");
+    }
+  }
+
+  @Test
+  void aChunkedBodyAboveTheLimitIsRefusedWithoutReadingItAll() throws Exception {
+    try (HttpService server = HttpService.builder(LOOPBACK).maxBodyBytes(1024).route("POST", "/filter", r -> HttpService.Response.json(200, r.body())).start();
+        java.net.Socket socket = new java.net.Socket(InetAddress.getLoopbackAddress(), server.port())) {
+      socket.setSoTimeout(5000);
+      String chunk = "x".repeat(2000);
+      socket.getOutputStream().write(("POST /filter HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + Integer.toHexString(chunk.length()) + "\r\n" + chunk + "\r\n")
+          .getBytes(StandardCharsets.US_ASCII));
+      var in = new java.io.BufferedReader(new java.io.InputStreamReader(socket.getInputStream(), StandardCharsets.US_ASCII));
+      assertThat(in.readLine()).isEqualTo("HTTP/1.1 400 Bad Request");
+      String line;
+      while (!(line = in.readLine()).isEmpty()) {
+        // headers
+      }
+      assertThat(in.readLine()).isEqualTo("request body exceeds 1024 bytes");
+    }
+  }
+
+  /** The request timeout bounds slow requests, never a TLS connection kube-scheduler keeps using. */
+  @Test
+  void aKeepAliveTlsConnectionInSteadyUseOutlivesTheRequestTimeout(@TempDir Path dir) throws Exception {
+    Path cert = dir.resolve("tls.crt");
+    Path key = dir.resolve("tls.key");
+    X509Certificate issued = TestCertificates.write(cert, key, "steady", TestCertificates.KeyFormat.SEC1_EC);
+    var keys = new ReloadingKeyManager(cert, key, Duration.ofSeconds(10), Clock.systemUTC());
+    try (HttpService server =
+            HttpService.builder(LOOPBACK).tls(keys).requestTimeout(Duration.ofMillis(400)).route("POST", "/filter", r -> HttpService.Response.json(200, r.body())).start();
+        javax.net.ssl.SSLSocket socket =
+            (javax.net.ssl.SSLSocket) TestCertificates.trusting(issued).getSocketFactory().createSocket(InetAddress.getLoopbackAddress(), server.port())) {
+      socket.setSoTimeout(5000);
+      var in = new java.io.DataInputStream(socket.getInputStream());
+      for (int i = 0; i < 8; i++) {
+        String body = "{\"n\":" + i + "}";
+        socket.getOutputStream().write(("POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: " + body.length() + "\r\n\r\n" + body).getBytes(StandardCharsets.US_ASCII));
+        assertThat(readResponseBody(in)).as("request %d on the same connection", i).isEqualTo(body);
+        Thread.sleep(150);
+      }
+    }
+  }
+
+  /** Reads one HTTP/1.1 response with a Content-Length and returns its body. */
+  private static String readResponseBody(java.io.DataInputStream in) throws Exception {
+    int length = -1;
+    for (String line = readLine(in); !line.isEmpty(); line = readLine(in)) {
+      if (line.toLowerCase(java.util.Locale.ROOT).startsWith("content-length:")) {
+        length = Integer.parseInt(line.substring(line.indexOf(':') + 1).trim());
+      }
+    }
+    byte[] body = new byte[length];
+    in.readFully(body);
+    return new String(body, StandardCharsets.US_ASCII);
+  }
+
+  private static String readLine(java.io.DataInputStream in) throws Exception {
+    StringBuilder out = new StringBuilder();
+    for (int c = in.read(); c != '\n'; c = in.read()) {
+      if (c < 0) {
+        throw new java.io.EOFException("connection closed");
+      }
+      if (c != '\r') {
+        out.append((char) c);
+      }
+    }
+    return out.toString();
   }
 
   private static String peerCommonName(X509Certificate trusted, String url) throws Exception {

@@ -12,13 +12,19 @@ import java.security.spec.ECGenParameterSpec;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Date;
+import java.util.concurrent.atomic.AtomicLong;
+import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.TrustManagerFactory;
 import org.bouncycastle.asn1.ASN1Encodable;
 import org.bouncycastle.asn1.pkcs.PrivateKeyInfo;
 import org.bouncycastle.asn1.sec.ECPrivateKey;
 import org.bouncycastle.asn1.x500.X500Name;
+import org.bouncycastle.asn1.x509.BasicConstraints;
+import org.bouncycastle.asn1.x509.ExtendedKeyUsage;
 import org.bouncycastle.asn1.x509.Extension;
+import org.bouncycastle.asn1.x509.KeyPurposeId;
+import org.bouncycastle.asn1.x509.KeyUsage;
 import org.bouncycastle.asn1.x509.GeneralName;
 import org.bouncycastle.asn1.x509.GeneralNames;
 import org.bouncycastle.cert.jcajce.JcaX509CertificateConverter;
@@ -27,16 +33,101 @@ import org.bouncycastle.openssl.jcajce.JcaPEMWriter;
 import org.bouncycastle.openssl.jcajce.JcaPKCS8Generator;
 import org.bouncycastle.operator.jcajce.JcaContentSignerBuilder;
 import org.bouncycastle.util.io.pem.PemObject;
+import org.jspecify.annotations.Nullable;
 
-/** Self-signed certificates for 127.0.0.1 written as PEM in the formats Kubernetes tooling uses. */
-final class TestCertificates {
-  enum KeyFormat {
+/**
+ * Certificates made in-test: self-signed ones for 127.0.0.1 written as PEM in the formats Kubernetes
+ * tooling uses, and small authorities issuing server and client certificates.
+ */
+public final class TestCertificates {
+  /** The key formats of PEM files. */
+  public enum KeyFormat {
     PKCS8_RSA,
     PKCS1_RSA,
     SEC1_EC
   }
 
   private TestCertificates() {}
+
+  /**
+   * A certificate and its keys.
+   *
+   * @param certificate the certificate
+   * @param keys its key pair
+   */
+  public record Issued(X509Certificate certificate, KeyPair keys) {}
+
+  /** A self-signed certificate authority. */
+  public static Issued authority(String commonName) throws Exception {
+    KeyPair pair = ecKeys();
+    X500Name name = new X500Name("CN=" + commonName);
+    Instant now = Instant.now();
+    var builder =
+        new JcaX509v3CertificateBuilder(
+            name, BigInteger.valueOf(SERIAL.incrementAndGet()), Date.from(now.minus(Duration.ofDays(1))), Date.from(now.plus(Duration.ofDays(1))), name, pair.getPublic());
+    builder.addExtension(Extension.basicConstraints, true, new BasicConstraints(true));
+    builder.addExtension(Extension.keyUsage, true, new KeyUsage(KeyUsage.keyCertSign | KeyUsage.cRLSign));
+    return new Issued(new JcaX509CertificateConverter().getCertificate(builder.build(new JcaContentSignerBuilder("SHA256withECDSA").build(pair.getPrivate()))), pair);
+  }
+
+  /** A certificate for 127.0.0.1 signed by {@code ca}, for TLS servers or clients. */
+  public static Issued issue(Issued ca, String commonName, boolean client) throws Exception {
+    KeyPair pair = ecKeys();
+    Instant now = Instant.now();
+    var builder =
+        new JcaX509v3CertificateBuilder(
+            new X500Name(ca.certificate().getSubjectX500Principal().getName()), BigInteger.valueOf(SERIAL.incrementAndGet()),
+            Date.from(now.minus(Duration.ofDays(1))), Date.from(now.plus(Duration.ofDays(1))), new X500Name("CN=" + commonName), pair.getPublic());
+    builder.addExtension(Extension.basicConstraints, true, new BasicConstraints(false));
+    builder.addExtension(Extension.keyUsage, true, new KeyUsage(KeyUsage.digitalSignature));
+    builder.addExtension(Extension.extendedKeyUsage, false, new ExtendedKeyUsage(client ? KeyPurposeId.id_kp_clientAuth : KeyPurposeId.id_kp_serverAuth));
+    builder.addExtension(Extension.subjectAlternativeName, false, new GeneralNames(new GeneralName(GeneralName.iPAddress, "127.0.0.1")));
+    X509Certificate certificate =
+        new JcaX509CertificateConverter().getCertificate(builder.build(new JcaContentSignerBuilder("SHA256withECDSA").build(ca.keys().getPrivate())));
+    return new Issued(certificate, pair);
+  }
+
+  /** Writes the certificate and its PKCS#8 key as PEM. */
+  public static void write(Issued issued, Path cert, Path key) throws Exception {
+    Files.writeString(cert, pem(issued.certificate()));
+    Files.writeString(key, pem(new JcaPKCS8Generator(issued.keys().getPrivate(), null).generate()));
+  }
+
+  /** Writes certificates as one PEM bundle. */
+  public static void writeBundle(Path file, X509Certificate... certificates) throws Exception {
+    StringBuilder out = new StringBuilder();
+    for (X509Certificate c : certificates) {
+      out.append(pem(c));
+    }
+    Files.writeString(file, out.toString());
+  }
+
+  /** A client context trusting {@code server} and presenting {@code client}, if given. */
+  public static SSLContext client(X509Certificate server, @Nullable Issued client) throws Exception {
+    KeyStore trust = KeyStore.getInstance(KeyStore.getDefaultType());
+    trust.load(null, null);
+    trust.setCertificateEntry("server", server);
+    TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+    tmf.init(trust);
+    KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+    KeyStore keys = KeyStore.getInstance(KeyStore.getDefaultType());
+    keys.load(null, null);
+    if (client != null) {
+      keys.setKeyEntry("client", client.keys().getPrivate(), new char[0], new X509Certificate[] {client.certificate()});
+    }
+    kmf.init(keys, new char[0]);
+    SSLContext context = SSLContext.getInstance("TLS");
+    context.init(kmf.getKeyManagers(), tmf.getTrustManagers(), null);
+    return context;
+  }
+
+  private static KeyPair ecKeys() throws Exception {
+    KeyPairGenerator g = KeyPairGenerator.getInstance("EC");
+    g.initialize(new ECGenParameterSpec("secp256r1"));
+    return g.generateKeyPair();
+  }
+
+  private static final AtomicLong SERIAL = new AtomicLong(System.currentTimeMillis());
 
   static X509Certificate write(Path cert, Path key, String commonName, KeyFormat format) throws Exception {
     KeyPair pair;

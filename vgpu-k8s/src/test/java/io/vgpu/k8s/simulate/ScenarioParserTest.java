@@ -151,4 +151,33 @@ class ScenarioParserTest {
     Scenario s = parser.parse(YamlReader.read("{\"nodes\": [{\"name\": \"w\", \"gpus\": {\"profile\": \"H200\"}}]}", "s.json"));
     assertThat(s.nodes().get(0).devices()).extracting(Device::memoryMiB).containsExactly(143771L);
   }
+
+  @Test
+  void podsAndConfigsMayShareValuesThroughAnchorsAliasesAndMergeKeys() {
+    Scenario s =
+        parse(
+            "config: &cfg {deviceSplitCount: 4}\n"
+                + "events:\n"
+                + "  - create: {metadata: {name: a}, spec: {containers: [&gpu {name: c, image: busybox, resources: {limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: 4096}}}]}}\n"
+                + "  - create:\n"
+                + "      metadata: {name: b}\n"
+                + "      spec:\n"
+                + "        containers:\n"
+                + "          - <<: *gpu\n"
+                + "            name: d\n"
+                + "  - setConfig: {<<: *cfg, deviceMemoryScaling: 2}\n");
+    var a = ((ScenarioEvent.Create) s.events().get(0)).pod().getSpec().getContainers().get(0);
+    assertThat(a.getResources().getLimits().get("nvidia.com/gpumem")).hasToString("4096");
+    var b = ((ScenarioEvent.Create) s.events().get(1)).pod().getSpec().getContainers().get(0);
+    assertThat(b.getName()).isEqualTo("d");
+    assertThat(b.getImage()).isEqualTo("busybox");
+    ScenarioEvent.SetConfig set = (ScenarioEvent.SetConfig) s.events().get(2);
+    assertThat(set.config().deviceSplitCount()).isEqualTo(4);
+    assertThat(set.config().deviceMemoryScaling()).isEqualTo(2.0);
+    // A bad quantity used through an alias is reported where it was written (its anchor starts the value).
+    fails(
+        "events:\n  - create: {metadata: {name: a}, spec: {containers: [{name: c, image: &q 4Zi}]}}\n"
+            + "  - create: {metadata: {name: b}, spec: {containers: [{name: c, resources: {limits: {nvidia.com/gpumem: *q}}}]}}\n",
+        "s.yaml:2:72: events[1].create.spec.containers[0].resources.limits.nvidia.com/gpumem: '4Zi' is not a valid quantity");
+  }
 }

@@ -80,13 +80,7 @@ class YamlReaderTest {
   @Test
   void locatesTheValueABindingErrorPointsAt() {
     YamlNode root = YamlReader.read("metadata: {name: p}\nspec:\n  containers: 5\n", "p.yaml");
-    JacksonException error = null;
-    try {
-      PodJson.fromTree(JacksonTrees.toJson(root));
-    } catch (JacksonException e) {
-      error = e;
-    }
-    assertThat(error).isNotNull();
+    JacksonException error = bindingError(root);
     assertThat(JacksonTrees.locate(root, error)).hasToString("p.yaml:3:15");
     assertThat(JacksonTrees.describePath(error)).isEqualTo("spec.containers");
   }
@@ -97,5 +91,70 @@ class YamlReaderTest {
         "metadata: {name: p}\nspec: {containers: [{name: c, resources: {limits: {a: 1.50, b: 010}}}]}\n", "p.yaml")));
     assertThat(pod.getSpec().getContainers().get(0).getResources().getLimits().get("a")).hasToString("1.50");
     assertThat(pod.getSpec().getContainers().get(0).getResources().getLimits().get("b")).hasToString("010");
+  }
+
+  @Test
+  void anchorsAliasesAndMergeKeysAreResolved() {
+    YamlMap root = YamlReader.read(
+        "base: &limits {memory: 4096, cores: 25}\n"
+            + "copy: *limits\n"
+            + "name: &n worker\n"
+            + "again: *n\n"
+            + "merged:\n"
+            + "  <<: *limits\n"
+            + "  cores: 50\n"
+            + "several:\n"
+            + "  <<: [{a: 1}, {a: 2, b: 3}]\n",
+        "m.yaml").asMap("root");
+    YamlMap copy = root.require("copy", "").asMap("copy");
+    assertThat(copy.require("memory", "copy").asScalar("memory").text()).isEqualTo("4096");
+    // An alias keeps the positions of the value it names: errors point where the value was written.
+    assertThat(copy.require("memory", "copy").position()).hasToString("m.yaml:1:24");
+    assertThat(root.require("again", "").asScalar("again").text()).isEqualTo("worker");
+    YamlMap merged = root.require("merged", "").asMap("merged");
+    assertThat(merged.entries().keySet()).containsExactly("memory", "cores");
+    assertThat(merged.require("cores", "merged").asScalar("cores").text()).isEqualTo("50");
+    assertThat(merged.require("memory", "merged").position()).hasToString("m.yaml:1:24");
+    YamlMap several = root.require("several", "").asMap("several");
+    assertThat(several.require("a", "").asScalar("a").text()).as("the first mapping of the list wins").isEqualTo("1");
+    assertThat(several.require("b", "").asScalar("b").text()).isEqualTo("3");
+  }
+
+  @Test
+  void badAliasesAndMergesAreOneLineErrors() {
+    assertThatThrownBy(() -> YamlReader.read("a: *nowhere\n", "m.yaml")).isInstanceOf(InputException.class).hasMessage("m.yaml:1:4: unknown alias '*nowhere'");
+    assertThatThrownBy(() -> YamlReader.read("a: {<<: 3}\n", "m.yaml"))
+        .isInstanceOf(InputException.class).hasMessage("m.yaml:1:9: '<<' merges a mapping or a list of mappings, got '3'");
+    assertThatThrownBy(() -> YamlReader.read("a: {b: 1, b: 2, <<: {c: 1}}\n", "m.yaml")).hasMessage("m.yaml:1:11: duplicate key 'b'");
+  }
+
+  @Test
+  void aliasesCannotExpandWithoutBound() {
+    StringBuilder yaml = new StringBuilder("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for (int i = 1; i < 9; i++) {
+      yaml.append("a").append(i).append(": &a").append(i).append(" [");
+      for (int j = 0; j < 10; j++) {
+        yaml.append(j == 0 ? "" : ", ").append("*a").append(i - 1);
+      }
+      yaml.append("]\n");
+    }
+    assertThatThrownBy(() -> YamlReader.read(yaml.toString(), "laughs.yaml"))
+        .isInstanceOf(InputException.class).hasMessageContaining("aliases expand the document beyond");
+  }
+
+  @Test
+  void aBadValueReachedThroughAnAliasIsReportedWhereItWasWritten() {
+    YamlNode root = YamlReader.read("shared: &c {name: c, image: x, resources: {limits: {a: [1]}}}\nmetadata: {name: p}\nspec:\n  containers: [*c]\n", "p.yaml");
+    assertThat(JacksonTrees.locate(root, bindingError(root)).line()).isEqualTo(1);
+  }
+
+  /** The error binding {@code root} as a Pod raises. */
+  private static JacksonException bindingError(YamlNode root) {
+    try {
+      PodJson.fromTree(JacksonTrees.toJson(root));
+    } catch (JacksonException e) {
+      return e;
+    }
+    throw new AssertionError("the tree bound as a Pod");
   }
 }
