@@ -12,13 +12,20 @@ import java.util.Objects;
  * @param containers requests of the app containers, in order
  * @param constraints which devices the pod may use
  * @param overrides the pod's own policy choices
+ * @param cpuMilli the CPU the pod requests in millicores, as Kubernetes counts it when it places the
+ *     pod (the app containers' sum or the largest init container, whichever is more, plus overhead),
+ *     or {@link #CPU_UNKNOWN}; policies that model CPU read it, the fit rules do not
  */
 public record PodRequest(
     PodRef pod,
     List<ContainerRequest> initContainers,
     List<ContainerRequest> containers,
     DeviceConstraints constraints,
-    PolicyOverrides overrides) {
+    PolicyOverrides overrides,
+    long cpuMilli) {
+
+  /** Marks a request whose CPU is not known. */
+  public static final long CPU_UNKNOWN = -1;
 
   /** Copies the lists and validates the fields. */
   public PodRequest {
@@ -27,6 +34,15 @@ public record PodRequest(
     containers = List.copyOf(containers);
     Objects.requireNonNull(constraints, "constraints");
     Objects.requireNonNull(overrides, "overrides");
+    if (cpuMilli < CPU_UNKNOWN) {
+      throw new IllegalArgumentException("pod " + pod + ": cpu " + cpuMilli + " millicores is negative");
+    }
+  }
+
+  /** A request whose CPU is not known. */
+  public PodRequest(
+      PodRef pod, List<ContainerRequest> initContainers, List<ContainerRequest> containers, DeviceConstraints constraints, PolicyOverrides overrides) {
+    this(pod, initContainers, containers, constraints, overrides, CPU_UNKNOWN);
   }
 
   /** A pod with app containers only, no constraints and no overrides. */
@@ -51,16 +67,21 @@ public record PodRequest(
 
   /** Returns a copy with other constraints. */
   public PodRequest withConstraints(DeviceConstraints value) {
-    return new PodRequest(pod, initContainers, containers, value, overrides);
+    return new PodRequest(pod, initContainers, containers, value, overrides, cpuMilli);
   }
 
   /** Returns a copy with other overrides. */
   public PodRequest withOverrides(PolicyOverrides value) {
-    return new PodRequest(pod, initContainers, containers, constraints, value);
+    return new PodRequest(pod, initContainers, containers, constraints, value, cpuMilli);
   }
 
   /** Returns a copy with init containers. */
   public PodRequest withInitContainers(List<ContainerRequest> value) {
-    return new PodRequest(pod, value, containers, constraints, overrides);
+    return new PodRequest(pod, value, containers, constraints, overrides, cpuMilli);
+  }
+
+  /** Returns a copy requesting {@code value} millicores of CPU ({@link #CPU_UNKNOWN} when not known). */
+  public PodRequest withCpuMilli(long value) {
+    return new PodRequest(pod, initContainers, containers, constraints, overrides, value);
   }
 }

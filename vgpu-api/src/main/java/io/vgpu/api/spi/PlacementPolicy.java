@@ -1,5 +1,7 @@
 package io.vgpu.api.spi;
 
+import java.util.Map;
+
 /**
  * Decides where a pod goes: which of a node's cards a container tries first, and how good a node is.
  * The engine walks the cards in the policy's order, taking each card that passes every check until the
@@ -46,4 +48,25 @@ public interface PlacementPolicy {
    * cards; never for a mere filter call. The default ignores it.
    */
   default void observe(CardDemand demand) {}
+
+  /**
+   * Tells the policy about one pod the engine counted, once per pod, when its grant is reserved or
+   * restored (never for a mere filter call): its CPU, the per-card demand of each app container that
+   * takes cards, and the registered card types it may use. A policy that learns its workload overrides
+   * this to learn all of it; the default passes each card demand to {@link #observe(CardDemand)}.
+   */
+  default void observe(PodDemand pod) {
+    for (CardDemand demand : pod.cards()) {
+      observe(demand);
+    }
+  }
+
+  /**
+   * Tells the policy how many cards of each type the cluster has registered, by the types' registered
+   * names: the engine calls it when the policy is created and whenever a node's registration changes
+   * the counts, never concurrently with itself. The default ignores it.
+   *
+   * @param cardsByType an immutable map from card type to the number of registered cards of that type
+   */
+  default void cardTypesRegistered(Map<String, Long> cardsByType) {}
 }
