@@ -1,7 +1,9 @@
 package io.vgpu.core;
 
 import io.vgpu.api.DeviceConstraints;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
@@ -91,14 +93,37 @@ final class CardConstraints {
 
   /** Use/avoid type lists as case-insensitive substrings, and the sharing mode as HAMi checks them. */
   private boolean typeMatches(String type, String mode) {
+    return typeNameAllowed(type) && (sharingMode.isEmpty() || sharingMode.contains(mode));
+  }
+
+  private boolean typeNameAllowed(String type) {
     String upper = type.toUpperCase(Locale.ROOT);
     if (useTypes.length > 0 && !containsAny(upper, useTypes)) {
       return false;
     }
-    if (avoidTypes.length > 0 && containsAny(upper, avoidTypes)) {
-      return false;
+    return avoidTypes.length == 0 || !containsAny(upper, avoidTypes);
+  }
+
+  /**
+   * Of the given card types, those the use and avoid type lists allow, sorted: what a learning policy
+   * records as the types the pod may use. Empty when the lists allow every one of them (or there are
+   * none), so that a constraint which rules nothing out is no constraint.
+   */
+  List<String> acceptedTypes(Collection<String> types) {
+    if (useTypes.length == 0 && avoidTypes.length == 0) {
+      return List.of();
     }
-    return sharingMode.isEmpty() || sharingMode.contains(mode);
+    List<String> accepted = new ArrayList<>();
+    for (String type : types) {
+      if (typeNameAllowed(type)) {
+        accepted.add(type);
+      }
+    }
+    if (accepted.size() == types.size()) {
+      return List.of();
+    }
+    accepted.sort(null);
+    return List.copyOf(accepted);
   }
 
   private static boolean containsAny(String upperType, String[] needles) {

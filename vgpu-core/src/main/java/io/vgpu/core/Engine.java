@@ -9,6 +9,8 @@ import io.vgpu.api.spi.PlacementPolicy;
 import io.vgpu.api.spi.PlacementPolicyProvider;
 import io.vgpu.api.spi.PlacementView;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -78,6 +80,10 @@ public final class Engine {
   /** The grant each pod holds; the count itself lives in its node's snapshot. */
   private final Map<PodRef, PodUsage> pods = new ConcurrentHashMap<>();
   private final QuotaLedger quotas;
+  private final CpuLedger cpu = new CpuLedger();
+  /** Registered cards by type, kept under {@link #registrationLock}; {@link #registeredCards} is its published copy. */
+  private final Map<String, Long> cardsByType = new HashMap<>();
+  private volatile Map<String, Long> registeredCards = Map.of();
   private final WorkloadFeed workload;
   private final ThreadLocal<PodFitter> fitters = ThreadLocal.withInitial(PodFitter::new);
 
@@ -101,7 +107,8 @@ public final class Engine {
     this.quotas = new QuotaLedger(config.schema().effectiveMemoryFactor());
     // Every named policy exists from the start, so each learns from every grant counted.
     providers.forEach((name, provider) -> namedPolicies.put(name, provider.create()));
-    this.workload = new WorkloadFeed(List.copyOf(namedPolicies.values()));
+    namedPolicies.values().forEach(p -> p.cardTypesRegistered(Map.of()));
+    this.workload = new WorkloadFeed(List.copyOf(namedPolicies.values()), cpu, () -> registeredCards.keySet());
   }
 
   /** An engine with HAMi's defaults and the placement policies found on the class path. */
@@ -180,10 +187,12 @@ public final class Engine {
           nodes.remove(node.name(), ref);
           continue;
         }
-        if (ref.compareAndSet(old, old.registeredAs(node))) {
+        NodeState registered = old.registeredAs(node);
+        if (ref.compareAndSet(old, registered)) {
           if (!old.registered) {
             rebuildNodeList();
           }
+          countCards(old, registered);
           return;
         }
       }
@@ -205,6 +214,7 @@ public final class Engine {
         NodeState withdrawn = old.withdrawn();
         if (ref.compareAndSet(old, withdrawn)) {
           rebuildNodeList();
+          countCards(old, withdrawn);
           retireIfIdle(name, ref, withdrawn);
           return true;
         }
@@ -214,7 +224,38 @@ public final class Engine {
 
   /** The node's ledger entry, created unregistered and empty when there is none. */
   private AtomicReference<NodeState> entry(String name) {
-    return nodes.computeIfAbsent(name, n -> new AtomicReference<>(NodeState.unregistered(n)));
+    return nodes.computeIfAbsent(name, n -> new AtomicReference<>(NodeState.unregistered(n, cpu.node(n))));
+  }
+
+  /**
+   * Updates the registered cards by type for a node that went from {@code before} to {@code after}
+   * (under the registration lock), and tells the policies when the counts changed.
+   */
+  private void countCards(NodeState before, NodeState after) {
+    if (before.registered && after.registered && Arrays.equals(before.types, after.types)) {
+      return;
+    }
+    Map<String, Long> old = Map.copyOf(cardsByType);
+    if (before.registered) {
+      for (String type : before.types) {
+        cardsByType.merge(type, -1L, (a, b) -> a + b == 0 ? null : a + b);
+      }
+    }
+    if (after.registered) {
+      for (String type : after.types) {
+        cardsByType.merge(type, 1L, Long::sum);
+      }
+    }
+    if (!cardsByType.equals(old)) {
+      Map<String, Long> now = Map.copyOf(cardsByType);
+      registeredCards = now;
+      namedPolicies.values().forEach(p -> p.cardTypesRegistered(now));
+    }
+  }
+
+  /** The registered cards by type (every registered card counts, healthy or not, cordoned or not). */
+  public Map<String, Long> cardsByType() {
+    return registeredCards;
   }
 
   /**
@@ -264,6 +305,53 @@ public final class Engine {
     AtomicReference<NodeState> ref = nodes.get(name);
     NodeState state = ref == null ? null : ref.get();
     return state == null || !state.registered ? null : state;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // CPU, for the policies that model it
+
+  /**
+   * Sets how much CPU a node can give pods, in millicores (Kubernetes' allocatable CPU), so that
+   * policies which model CPU (such as {@code fgd} and {@code vgpu}) see the node's free CPU through
+   * {@link io.vgpu.api.spi.NodeView#freeCpuMilli()}: its allocatable CPU minus the CPU of every pod
+   * counted on it, never below 0. Pods are counted by {@link #setPodCpu}, and a pod this engine
+   * reserved a grant for with a known {@link PodRequest#cpuMilli()} is counted on its node from the
+   * reservation until it is reported or its grant is released. Without a call the node's CPU is not
+   * modelled and its free CPU reads -1; the fit rules never look at CPU.
+   *
+   * @param allocatableMilli the node's allocatable CPU in millicores, or -1 to stop modelling it
+   * @throws IllegalArgumentException when the value is below -1
+   */
+  public void setNodeCpu(String node, long allocatableMilli) {
+    if (allocatableMilli < -1) {
+      throw new IllegalArgumentException("node " + node + ": allocatable cpu " + allocatableMilli + " millicores is negative");
+    }
+    cpu.allocatable(node, allocatableMilli);
+  }
+
+  /**
+   * Counts a pod's CPU request on the node it is bound to, replacing whatever was counted for it
+   * before (its reservation included). Embedders report every pod that runs on a node this way,
+   * with devices or without, and {@link #removePodCpu} once it finished or is gone.
+   *
+   * @param cpuMilli the pod's CPU request in millicores
+   * @throws IllegalArgumentException when the request is negative
+   */
+  public void setPodCpu(PodRef pod, String node, long cpuMilli) {
+    if (cpuMilli < 0) {
+      throw new IllegalArgumentException("pod " + pod + ": cpu " + cpuMilli + " millicores is negative");
+    }
+    cpu.bound(pod, node, cpuMilli);
+  }
+
+  /** Stops counting a pod's CPU (it finished or was deleted); nothing happens when none is counted. */
+  public void removePodCpu(PodRef pod) {
+    cpu.forget(pod);
+  }
+
+  /** A node's free CPU in millicores as policies see it, or -1 when its CPU is not modelled. */
+  public long freeCpuMilli(String node) {
+    return cpu.node(node).free();
   }
 
   /** Sets a namespace's quota; {@link QuotaLimits#NONE} lifts it. */
@@ -328,16 +416,16 @@ public final class Engine {
   public FilterResult filter(CompiledRequest request, @Nullable List<String> candidates, boolean detailed) {
     PodFitter fitter = fitters.get();
     QuotaLedger.QuotaCheck quota = quotas.check(request.request.pod().namespace());
-    CardDemand fastDemand =
-        request.fastContainer >= 0 && quota == null && request.policy.scoresNodeUsageOnly()
-            ? request.appDemands[request.fastContainer]
-            : null;
+    // An order-independent request is screened by the fast path: a node where no card order could fit
+    // it costs no card ranking. A policy that scores usage only needs nothing more from the scan.
+    CardDemand fastDemand = request.fastContainer >= 0 && quota == null ? request.appDemands[request.fastContainer] : null;
+    boolean screen = fastDemand != null;
     List<FilterResult.NodeScore> fitting = detailed ? new ArrayList<>() : List.of();
     List<NodeRejection> rejections = detailed ? new ArrayList<>() : List.of();
     NodeState best = null;
     double bestScore = Double.NEGATIVE_INFINITY;
 
-    boolean fast = fastDemand != null;
+    boolean fast = screen && request.policy.scoresNodeUsageOnly();
     NodeList list = nodeList;
     int count = candidates == null ? list.names.length : candidates.size();
     for (int i = 0; i < count; i++) {
@@ -349,12 +437,13 @@ public final class Engine {
         state = ref == null ? NodeState.RETIRED : ref.get();
       }
       // An unregistered snapshot has no device, so the fast path refuses it without looking.
-      if (fast ? !fastFits(state, request, fastDemand) : !state.registered || !fitter.fit(state, request, quota)) {
+      boolean screenedOut = screen && !fastFits(state, request, fastDemand);
+      if (screenedOut || (!fast && (!state.registered || !fitter.fit(state, request, quota)))) {
         if (detailed) {
           if (!state.registered) {
             rejections.add(NodeRejection.unregistered(candidates == null ? list.names[i] : candidates.get(i)));
           } else {
-            if (fast) {
+            if (screenedOut) {
               fitter.fit(state, request, null);
             }
             rejections.add(fitter.rejection());
@@ -462,7 +551,14 @@ public final class Engine {
           }
           PodUsage usage = PodUsage.of(grant);
           result[0] = charge(usage, enforce, request == null ? CardConstraints.NONE : request.constraints);
-          return result[0].reserved() ? usage : null;
+          if (!result[0].reserved()) {
+            return null;
+          }
+          // Inside the pod's own update, so that a release of the pod cannot slip in between.
+          if (request != null && request.request.cpuMilli() >= 0) {
+            cpu.assume(pod, grant.node(), request.request.cpuMilli());
+          }
+          return usage;
         });
     if (result[0].reserved()) {
       workload.counted(grant, request);
@@ -541,6 +637,7 @@ public final class Engine {
         pod,
         (p, held) -> {
           uncharge(held);
+          cpu.forgetAssumed(p);
           released[0] = true;
           return null;
         });

@@ -46,7 +46,8 @@ final class NodeState implements NodeView {
    * Marks a node's ledger entry as discarded (not registered, no grant held): whoever finds it takes
    * a fresh entry instead, so nothing is ever added to an entry that has left the engine's map.
    */
-  static final NodeState RETIRED = new NodeState("", false, NO_STRINGS, NO_STRINGS, NO_STRINGS, NO_DATA, NO_GRANTS);
+  static final NodeState RETIRED =
+      new NodeState("", false, NO_STRINGS, NO_STRINGS, NO_STRINGS, NO_DATA, NO_GRANTS, CpuLedger.NodeCpu.UNMODELLED);
 
   final String name;
   /** Whether the node is registered; an unregistered snapshot has no devices and only holds grants. */
@@ -76,9 +77,16 @@ final class NodeState implements NodeView {
   final int roomiestUsedMem;
   final int roomiestTotalCores;
   final int roomiestUsedCores;
+  /**
+   * The node's CPU account, shared by all its snapshots: CPU is not part of the snapshot, because pods
+   * the engine holds no grant for use it too. Policies read it live through {@link #freeCpuMilli()}.
+   */
+  final CpuLedger.NodeCpu cpu;
 
-  private NodeState(String name, boolean registered, String[] uuids, String[] types, String[] modes, int[] data, PodUsage[] held) {
+  private NodeState(
+      String name, boolean registered, String[] uuids, String[] types, String[] modes, int[] data, PodUsage[] held, CpuLedger.NodeCpu cpu) {
     this.name = name;
+    this.cpu = cpu;
     this.registered = registered;
     this.deviceCount = uuids.length;
     this.uuids = uuids;
@@ -122,18 +130,18 @@ final class NodeState implements NodeView {
     return best;
   }
 
-  /** A node with the given devices and no grant. */
+  /** A node with the given devices, no grant and no CPU model. */
   static NodeState of(NodeDevices node) {
-    return ofDevices(node, NO_GRANTS);
+    return ofDevices(node, NO_GRANTS, CpuLedger.NodeCpu.UNMODELLED);
   }
 
   /** A node that is not registered and holds no grant: where a ledger entry starts. */
-  static NodeState unregistered(String name) {
-    return new NodeState(name, false, NO_STRINGS, NO_STRINGS, NO_STRINGS, NO_DATA, NO_GRANTS);
+  static NodeState unregistered(String name, CpuLedger.NodeCpu cpu) {
+    return new NodeState(name, false, NO_STRINGS, NO_STRINGS, NO_STRINGS, NO_DATA, NO_GRANTS, cpu);
   }
 
   /** The node registered with these devices, its usage the sum of {@code held} on the devices named. */
-  private static NodeState ofDevices(NodeDevices node, PodUsage[] held) {
+  private static NodeState ofDevices(NodeDevices node, PodUsage[] held, CpuLedger.NodeCpu cpu) {
     List<SchedulableDevice> devices = node.devices();
     int n = devices.size();
     String[] uuids = new String[n];
@@ -162,7 +170,7 @@ final class NodeState implements NodeView {
     for (PodUsage grant : held) {
       addUsage(data, uuids, grant, 1);
     }
-    return new NodeState(node.name(), true, uuids, types, modes, data, held);
+    return new NodeState(node.name(), true, uuids, types, modes, data, held, cpu);
   }
 
   /**
@@ -170,12 +178,12 @@ final class NodeState implements NodeView {
    * usage the sum of the grants it holds, so a device new to the node gets its grants' usage back.
    */
   NodeState registeredAs(NodeDevices node) {
-    return ofDevices(node, held);
+    return ofDevices(node, held, cpu);
   }
 
   /** This node removed: no devices, its grants still held, to count again if it comes back. */
   NodeState withdrawn() {
-    return new NodeState(name, false, NO_STRINGS, NO_STRINGS, NO_STRINGS, NO_DATA, held);
+    return new NodeState(name, false, NO_STRINGS, NO_STRINGS, NO_STRINGS, NO_DATA, held, cpu);
   }
 
   /** A copy that holds one more grant and counts its usage on the devices this node has. */
@@ -184,7 +192,7 @@ final class NodeState implements NodeView {
     addUsage(copy, uuids, grant, 1);
     PodUsage[] more = Arrays.copyOf(held, held.length + 1);
     more[held.length] = grant;
-    return new NodeState(name, registered, uuids, types, modes, copy, more);
+    return new NodeState(name, registered, uuids, types, modes, copy, more, cpu);
   }
 
   /** A copy without this grant (the very object) and its usage; this snapshot if it does not hold it. */
@@ -204,7 +212,7 @@ final class NodeState implements NodeView {
     PodUsage[] fewer = new PodUsage[held.length - 1];
     System.arraycopy(held, 0, fewer, 0, at);
     System.arraycopy(held, at + 1, fewer, at, held.length - at - 1);
-    return new NodeState(name, registered, uuids, types, modes, copy, fewer);
+    return new NodeState(name, registered, uuids, types, modes, copy, fewer, cpu);
   }
 
   private static void addUsage(int[] data, String[] uuids, PodUsage grant, int sign) {
@@ -329,5 +337,10 @@ final class NodeState implements NodeView {
   @Override
   public int sharers(int d) {
     return data[d * STRIDE + SHARERS];
+  }
+
+  @Override
+  public long freeCpuMilli() {
+    return cpu.free();
   }
 }

@@ -29,6 +29,8 @@ final class PodFitter implements PlacementView {
 
   private NodeState node;
   private int n;
+  /** The CPU of the pod being fitted, as the placement reports it to policies. */
+  private long cpuMilli = PodRequest.CPU_UNKNOWN;
   // Working usage of the container being fitted.
   private int[] usedMem = new int[16];
   private int[] usedCores = new int[16];
@@ -69,6 +71,7 @@ final class PodFitter implements PlacementView {
   boolean fit(NodeState node, CompiledRequest req, QuotaLedger.@Nullable QuotaCheck quota) {
     this.node = node;
     this.n = node.deviceCount;
+    this.cpuMilli = req.request.cpuMilli();
     ensureCapacity(n);
     Arrays.fill(reasonCounts, 0);
     bareInsufficientDevice = false;
@@ -398,6 +401,11 @@ final class PodFitter implements PlacementView {
     return pickCores[pickStart[c] + i];
   }
 
+  @Override
+  public long cpuMilli() {
+    return cpuMilli;
+  }
+
   /** Memory in use on card {@code d} as the failed container saw it. */
   int workingMemory(int d) {
     return usedMem[d];
@@ -478,6 +486,11 @@ final class PodFitter implements PlacementView {
     @Override
     public int sharers(int d) {
       return sharers[d];
+    }
+
+    @Override
+    public long freeCpuMilli() {
+      return node.freeCpuMilli();
     }
   }
 }

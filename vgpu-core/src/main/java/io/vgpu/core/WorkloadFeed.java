@@ -6,16 +6,21 @@ import io.vgpu.api.PodGrant;
 import io.vgpu.api.PodRef;
 import io.vgpu.api.spi.CardDemand;
 import io.vgpu.api.spi.PlacementPolicy;
+import io.vgpu.api.spi.PodDemand;
+import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Tells the placement policies what the cluster runs ({@link PlacementPolicy#observe}): each pod once,
- * when its grant is reserved or restored, one demand per app container with devices. Filter calls
- * teach nothing, so retries, dry runs and pods that fit nowhere cannot crowd a learned workload's
- * window. Thread-safe.
+ * Tells the placement policies what the cluster runs ({@link PlacementPolicy#observe(PodDemand)}): each
+ * pod once, when its grant is reserved or restored, with its CPU, the per-card demand of each app
+ * container with devices, and the registered card types its type constraints allow. Filter calls teach
+ * nothing, so retries, dry runs and pods that fit nowhere cannot crowd a learned workload's window.
+ * Thread-safe.
  */
 final class WorkloadFeed {
   /**
@@ -26,12 +31,20 @@ final class WorkloadFeed {
   static final int REMEMBERED_PODS = 4096;
 
   private final List<PlacementPolicy> learners;
+  private final CpuLedger cpu;
+  private final Supplier<? extends Collection<String>> registeredTypes;
   private final PodRef[] recent = new PodRef[REMEMBERED_PODS];
   private final Set<PodRef> remembered = new HashSet<>();
   private int next;
 
-  WorkloadFeed(List<PlacementPolicy> learners) {
+  /**
+   * @param cpu where the CPU of a pod restored without its request is looked up
+   * @param registeredTypes the card types registered now, against which type constraints are resolved
+   */
+  WorkloadFeed(List<PlacementPolicy> learners, CpuLedger cpu, Supplier<? extends Collection<String>> registeredTypes) {
     this.learners = List.copyOf(learners);
+    this.cpu = cpu;
+    this.registeredTypes = registeredTypes;
   }
 
   /**
@@ -43,18 +56,23 @@ final class WorkloadFeed {
       return;
     }
     List<ContainerGrant> containers = grant.containers();
+    List<CardDemand> cards = new ArrayList<>();
     for (int c = 0; c < containers.size(); c++) {
       List<DeviceGrant> devices = containers.get(c).devices();
       if (devices.isEmpty()) {
         continue;
       }
       CardDemand demand = request != null && c < request.appDemands.length ? request.appDemands[c] : null;
-      if (demand == null) {
-        demand = demandOf(devices);
-      }
-      for (PlacementPolicy learner : learners) {
-        learner.observe(demand);
-      }
+      cards.add(demand != null ? demand : demandOf(devices));
+    }
+    if (cards.isEmpty()) {
+      return;
+    }
+    long cpuMilli = request != null && request.request.cpuMilli() >= 0 ? request.request.cpuMilli() : cpu.cpuOf(grant.pod());
+    List<String> types = request == null ? List.of() : request.constraints.acceptedTypes(registeredTypes.get());
+    PodDemand pod = new PodDemand(cpuMilli, cards, types);
+    for (PlacementPolicy learner : learners) {
+      learner.observe(pod);
     }
   }
 

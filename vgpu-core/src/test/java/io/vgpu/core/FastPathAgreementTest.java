@@ -19,18 +19,23 @@ import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 
 /**
- * The filter's fast path (usage-only policies: roomiest card first, then a scan in any order) must
- * find exactly the nodes the full fit walk finds.
+ * The filter's fast path (roomiest card first, then a scan in any order), which decides usage-only
+ * policies' nodes and screens every other policy's, must find exactly the nodes the full fit walk finds.
+ * The full walk alone runs for a namespace with a quota (the fast path does not check quotas), so the
+ * full side's probe goes to a namespace whose quota never binds.
  */
 class FastPathAgreementTest {
   /** A policy the engine cannot take the fast path for: it claims to need every placement. */
   private static final PlacementPolicyProvider FULL_WALK = Fixtures.inIndexOrder("full-walk", demand -> {});
+
+  private static final String UNSCREENED = "unscreened";
 
   @Test
   void fastAndFullFitsAgreeOnRandomClusters() {
     SplittableRandom random = new SplittableRandom(11);
     for (int round = 0; round < 100; round++) {
       Engine engine = Engine.builder().loadPoliciesFromClassPath(false).policy(FULL_WALK).build();
+      engine.setQuota(UNSCREENED, new QuotaLimits(Long.MAX_VALUE / 4, Long.MAX_VALUE / 4));
       List<String> names = new ArrayList<>();
       for (int n = 0; n < 12; n++) {
         String name = "n" + n;
@@ -46,9 +51,12 @@ class FastPathAgreementTest {
               case 1 -> DeviceConstraints.NONE.withTypes(List.of(), List.of("T4"));
               default -> DeviceConstraints.NONE;
             };
-        PodRequest fast = pod("probe", container, random.nextBoolean() ? "spread" : "binpack").withConstraints(types);
-        PodRequest full = pod("probe", container, "full-walk").withConstraints(types);
-        assertThat(fitting(engine, fast)).as("round %d probe %s", round, container).isEqualTo(fitting(engine, full));
+        PodRequest fast = pod("default", container, random.nextBoolean() ? "spread" : "binpack").withConstraints(types);
+        PodRequest screened = pod("default", container, "full-walk").withConstraints(types);
+        PodRequest full = pod(UNSCREENED, container, "full-walk").withConstraints(types);
+        Set<String> expected = fitting(engine, full);
+        assertThat(fitting(engine, fast)).as("round %d probe %s", round, container).isEqualTo(expected);
+        assertThat(fitting(engine, screened)).as("round %d probe %s, screened", round, container).isEqualTo(expected);
       }
     }
   }
@@ -71,8 +79,8 @@ class FastPathAgreementTest {
     };
   }
 
-  private static PodRequest pod(String name, ContainerRequest container, String devicePolicy) {
-    return PodRequest.of(new PodRef("default", name), List.of(container))
+  private static PodRequest pod(String namespace, ContainerRequest container, String devicePolicy) {
+    return PodRequest.of(new PodRef(namespace, "probe"), List.of(container))
         .withOverrides(new PolicyOverrides("binpack", devicePolicy, ScoringWeights.DEFAULT));
   }
 

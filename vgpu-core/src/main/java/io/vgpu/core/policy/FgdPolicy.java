@@ -4,6 +4,7 @@ import io.vgpu.api.spi.CardDemand;
 import io.vgpu.api.spi.NodeView;
 import io.vgpu.api.spi.PlacementPolicy;
 import io.vgpu.api.spi.PlacementView;
+import io.vgpu.api.spi.PodDemand;
 
 /**
  * Fragmentation gradient descent (Weng et al., "Beware of Fragmentation", USENIX ATC '23): place each
@@ -16,8 +17,9 @@ import io.vgpu.api.spi.PlacementView;
  * the lowest-index free ones.
  *
  * <p>The target workload is fixed when given (the trace's typical tasks in the placement benchmark),
- * or else learned from the card demands the engine observes, measured on cards only because the engine
- * does not model CPU.
+ * or else learned from the pods the engine counts, with their CPU requests and the card types their
+ * constraints allow ({@link #observe(PodDemand)}). A node's CPU counts where the engine's embedder
+ * models it ({@link NodeView#freeCpuMilli()}).
  */
 public final class FgdPolicy implements PlacementPolicy {
   /** The policy's name. */
@@ -51,6 +53,11 @@ public final class FgdPolicy implements PlacementPolicy {
   }
 
   @Override
+  public void observe(PodDemand pod) {
+    workload.observe(pod);
+  }
+
+  @Override
   public void rankCards(NodeView node, CardDemand demand, int[] order) {
     double[] keys = CardOrder.keys(node.deviceCount());
     int n = NodeFragmentation.local().decreasesPerCard(node, workload.current(), demand, keys);
@@ -74,7 +81,7 @@ public final class FgdPolicy implements PlacementPolicy {
     return Math.floor(sigmoid * 100);
   }
 
-  /** Registers {@code fgd}, learning its target workload from observed requests. */
+  /** Registers {@code fgd}, learning its target workload from the pods the engine counts. */
   public static final class Provider extends NamedProvider {
     /** The provider ServiceLoader instantiates. */
     public Provider() {

@@ -25,6 +25,7 @@ final class NodeFragmentation {
   private int[] sharers = new int[16];
   private int[] split = new int[16];
   private boolean[] usable = new boolean[16];
+  private String[] types = new String[16];
   private double[] idle = new double[16];
   private double totalIdle;
   // Per class: cards that could host one unit of the class, and their idle share.
@@ -43,21 +44,46 @@ final class NodeFragmentation {
     return LOCAL.get();
   }
 
-  /** Reads the node's cards and CPU, and the per-class host counts under {@code w}. */
+  /**
+   * Reads the node's cards and CPU, and the per-class host counts under {@code w}. When the cards are
+   * in the very state last loaded under the same workload (the engine ranks a node's cards, then scores
+   * it; neighbouring nodes are often alike), the host counts are kept: only the CPU is read anew.
+   */
   void load(NodeView node, TargetWorkload w) {
-    this.workload = w;
-    this.n = node.deviceCount();
-    ensureCapacity(n, w.size);
+    int cards = node.deviceCount();
+    ensureCapacity(cards, w.size);
+    boolean same = w == workload && cards == n;
     this.freeCpu = node.freeCpuMilli();
+    for (int d = 0; d < cards; d++) {
+      int total = node.totalMemoryMiB(d);
+      int free = total - node.usedMemoryMiB(d);
+      int coresTotal = node.totalCores(d);
+      int coresFree = coresTotal - node.usedCores(d);
+      int cardSharers = node.sharers(d);
+      int cardSplit = node.splitCount(d);
+      boolean cardUsable = node.schedulable(d);
+      String type = w.typed ? node.type(d) : "";
+      if (same
+          && (totalMemory[d] != total || freeMemory[d] != free || totalCores[d] != coresTotal || freeCores[d] != coresFree
+              || sharers[d] != cardSharers || split[d] != cardSplit || usable[d] != cardUsable || !type.equals(types[d]))) {
+        same = false;
+      }
+      totalMemory[d] = total;
+      freeMemory[d] = free;
+      totalCores[d] = coresTotal;
+      freeCores[d] = coresFree;
+      sharers[d] = cardSharers;
+      split[d] = cardSplit;
+      usable[d] = cardUsable;
+      types[d] = type;
+    }
+    if (same) {
+      return;
+    }
+    this.workload = w;
+    this.n = cards;
     double sum = 0;
     for (int d = 0; d < n; d++) {
-      totalMemory[d] = node.totalMemoryMiB(d);
-      freeMemory[d] = totalMemory[d] - node.usedMemoryMiB(d);
-      totalCores[d] = node.totalCores(d);
-      freeCores[d] = totalCores[d] - node.usedCores(d);
-      sharers[d] = node.sharers(d);
-      split[d] = node.splitCount(d);
-      usable[d] = node.schedulable(d);
       idle[d] = usable[d] ? CardShares.idle(freeMemory[d], totalMemory[d], freeCores[d], totalCores[d]) : 0;
       sum += idle[d];
     }
@@ -65,10 +91,9 @@ final class NodeFragmentation {
     if (w.typed) {
       @Nullable String previous = null;
       for (int d = 0; d < n; d++) {
-        String type = node.type(d);
         // A node's cards are usually all of one type: look the row up once.
-        accepts[d] = type == previous ? accepts[d - 1] : w.acceptance(type);
-        previous = type;
+        accepts[d] = types[d].equals(previous) ? accepts[d - 1] : w.acceptance(types[d]);
+        previous = types[d];
       }
     }
     for (int c = 0; c < w.size; c++) {
@@ -100,6 +125,11 @@ final class NodeFragmentation {
     load(node, w);
     double before = fragmentation();
     for (int d = 0; d < n; d++) {
+      int twin = twinOf(d);
+      if (twin >= 0) {
+        decreases[d] = decreases[twin];
+        continue;
+      }
       int memory = demand.memoryOn(totalMemory[d]);
       decreases[d] =
           cardHosts(d, memory, demand.cores())
@@ -107,6 +137,17 @@ final class NodeFragmentation {
               : Double.NaN;
     }
     return n;
+  }
+
+  /** An earlier card in exactly the state of card {@code d} (so with the same decrease), or -1. */
+  private int twinOf(int d) {
+    for (int e = 0; e < d; e++) {
+      if (freeMemory[e] == freeMemory[d] && freeCores[e] == freeCores[d] && sharers[e] == sharers[d] && totalMemory[e] == totalMemory[d]
+          && totalCores[e] == totalCores[d] && split[e] == split[d] && usable[e] == usable[d] && (!workload.typed || accepts[e] == accepts[d])) {
+        return e;
+      }
+    }
+    return -1;
   }
 
   /** The loaded node's number of cards. */
@@ -283,6 +324,7 @@ final class NodeFragmentation {
       sharers = new int[size];
       split = new int[size];
       usable = new boolean[size];
+      types = new String[size];
       accepts = new boolean[size][];
       idle = new double[size];
       tryMemory = new int[size];

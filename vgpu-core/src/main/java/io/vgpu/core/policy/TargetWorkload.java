@@ -35,6 +35,7 @@ public final class TargetWorkload {
   final double[] cardShare;
   /** Whether any class constrains card types (most workloads do not, which saves the type checks). */
   final boolean typed;
+  private final double cpuPerCardShare;
   /** Per card type seen so far, whether each class accepts it. */
   private final ConcurrentHashMap<String, boolean[]> acceptance = new ConcurrentHashMap<>();
 
@@ -63,6 +64,15 @@ public final class TargetWorkload {
       anyTyped |= !k.cardTypes().isEmpty();
     }
     this.typed = anyTyped;
+    double cpu = 0;
+    double share = 0;
+    for (int c = 0; c < size; c++) {
+      if (cards[c] > 0) {
+        cpu += weight[c] * cpuMilli[c];
+        share += weight[c] * cards[c] * cardShare[c];
+      }
+    }
+    this.cpuPerCardShare = share == 0 ? 0 : cpu / share;
   }
 
   /**
@@ -136,15 +146,7 @@ public final class TargetWorkload {
    * cards will ask of its CPU. 0 when the workload has no CPU or no card demand.
    */
   public double cpuPerCardShare() {
-    double cpu = 0;
-    double share = 0;
-    for (int c = 0; c < size; c++) {
-      if (cards[c] > 0) {
-        cpu += weight[c] * cpuMilli[c];
-        share += weight[c] * cards[c] * cardShare[c];
-      }
-    }
-    return share == 0 ? 0 : cpu / share;
+    return cpuPerCardShare;
   }
 
   /** For a card type, whether each class (by position) accepts it; computed once per type. */

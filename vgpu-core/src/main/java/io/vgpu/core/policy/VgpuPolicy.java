@@ -4,6 +4,8 @@ import io.vgpu.api.spi.CardDemand;
 import io.vgpu.api.spi.NodeView;
 import io.vgpu.api.spi.PlacementPolicy;
 import io.vgpu.api.spi.PlacementView;
+import io.vgpu.api.spi.PodDemand;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -27,35 +29,52 @@ import java.util.Map;
  * quantized to 0..100, which would hide differences of tens of milli-cards. Cards are tried in order of
  * the same decrease for one card, then the fullest first.
  *
- * <p>Where CPU is not modelled ({@link NodeView#freeCpuMilli()} is -1, as in the engine) stranding is
- * 0; where the workload is learned from observed requests it has no type constraints, so contention
- * is 0 and the policy measures fragmentation on cards alone.
+ * <p>Deployed in the engine (the provider's instance), it learns all three from the cluster: the target
+ * workload from the pods the engine counts, each once, with their CPU requests and the card types
+ * their constraints allow ({@link #observe(PodDemand)}); the cards of each type from the nodes'
+ * registrations ({@link #cardTypesRegistered}); and each node's free CPU from the node view, which the
+ * engine's embedder feeds ({@code Engine.setNodeCpu}, {@code Engine.setPodCpu}). Where CPU is not
+ * modelled ({@link NodeView#freeCpuMilli()} is -1) stranding is 0; where no pod insists on a card type
+ * contention is 0.
  */
 public final class VgpuPolicy implements PlacementPolicy {
   /** The policy's name. */
   public static final String NAME = "vgpu";
 
-  private final WorkloadModel workload;
-  private final TypeContention contention;
+  /** What the policy measures against, swapped whole so that a score never mixes two states. */
+  private record Model(TargetWorkload workload, TypeContention contention) {}
 
-  /** The policy against a target workload learned from observed requests. */
+  private final WorkloadModel workload;
+  /** Whether contention follows the cluster's registrations (else it was given with the workload). */
+  private final boolean followsRegistrations;
+  private Map<String, Long> cardsByType = Map.of();
+  private volatile Model model;
+
+  /** The policy against a target workload learned from the pods the engine counts. */
   public VgpuPolicy() {
     this.workload = WorkloadModel.learned();
-    this.contention = TypeContention.NONE;
+    this.followsRegistrations = true;
+    this.model = new Model(TargetWorkload.EMPTY, TypeContention.NONE);
   }
 
-  /** The policy against a fixed target workload, with no knowledge of the cluster's card types. */
+  /**
+   * The policy against a fixed target workload; the contention of card types follows the cards the
+   * cluster registers ({@link #cardTypesRegistered}).
+   */
   public VgpuPolicy(TargetWorkload workload) {
-    this(workload, Map.of());
+    this.workload = WorkloadModel.fixed(workload);
+    this.followsRegistrations = true;
+    this.model = new Model(workload, TypeContention.NONE);
   }
 
   /**
    * The policy against a fixed target workload on a cluster with the given number of cards of each
-   * type, from which it derives how contended each type is.
+   * type, from which it derives how contended each type is; registrations change neither.
    */
   public VgpuPolicy(TargetWorkload workload, Map<String, Long> cardsByType) {
     this.workload = WorkloadModel.fixed(workload);
-    this.contention = TypeContention.of(workload, cardsByType);
+    this.followsRegistrations = false;
+    this.model = new Model(workload, TypeContention.of(workload, cardsByType));
   }
 
   @Override
@@ -63,23 +82,62 @@ public final class VgpuPolicy implements PlacementPolicy {
     return NAME;
   }
 
+  /** The target workload the policy measures against now. */
+  public TargetWorkload workload() {
+    return model.workload();
+  }
+
+  /** How contended a card type is now: 0 when nothing insists on it, at most 1. */
+  public double contention(String cardType) {
+    return model.contention().of(cardType);
+  }
+
   @Override
   public void observe(CardDemand demand) {
-    workload.observe(demand);
+    observe(new PodDemand(-1, List.of(demand), List.of()));
+  }
+
+  @Override
+  public void observe(PodDemand pod) {
+    if (!workload.learning()) {
+      return;
+    }
+    synchronized (this) {
+      workload.observe(pod);
+      refresh();
+    }
+  }
+
+  @Override
+  public void cardTypesRegistered(Map<String, Long> cards) {
+    if (!followsRegistrations) {
+      return;
+    }
+    synchronized (this) {
+      this.cardsByType = Map.copyOf(cards);
+      refresh();
+    }
+  }
+
+  /** Recomputes the contention for the current workload and cards (holding the lock). */
+  private void refresh() {
+    TargetWorkload current = workload.current();
+    model = new Model(current, TypeContention.of(current, cardsByType));
   }
 
   @Override
   public void rankCards(NodeView node, CardDemand demand, int[] order) {
+    Model m = model;
     double[] keys = CardOrder.keys(node.deviceCount());
     NodeFragmentation meter = NodeFragmentation.local();
-    int n = meter.decreasesPerCard(node, workload.current(), demand, keys);
+    int n = meter.decreasesPerCard(node, m.workload(), demand, keys);
     for (int d = 0; d < n; d++) {
       if (Double.isNaN(keys[d])) {
         keys[d] = Double.NEGATIVE_INFINITY;
         continue;
       }
       double taken = CardShares.demand(node, d, demand.memoryOn(meter.totalMemory(d)), demand.cores());
-      double decrease = keys[d] - contention.of(node.type(d)) * taken;
+      double decrease = keys[d] - m.contention().of(node.type(d)) * taken;
       // Idle share is at most 1000, so this tie-break stays below the rounding step of the decrease.
       keys[d] = roundToThousandth(decrease) - meter.idle(d) * 1e-7;
     }
@@ -88,7 +146,8 @@ public final class VgpuPolicy implements PlacementPolicy {
 
   @Override
   public double scoreNode(NodeView node, PlacementView placement) {
-    TargetWorkload target = workload.current();
+    Model m = model;
+    TargetWorkload target = m.workload();
     NodeFragmentation meter = NodeFragmentation.local();
     meter.load(node, target);
     double decrease = meter.fragmentation() - meter.fragmentationAfter(placement);
@@ -98,7 +157,7 @@ public final class VgpuPolicy implements PlacementPolicy {
         int d = placement.card(c, i);
         double share = CardShares.demand(node, d, placement.memoryMiB(c, i), placement.cores(c, i));
         taken += share;
-        decrease -= contention.of(node.type(d)) * share;
+        decrease -= m.contention().of(node.type(d)) * share;
       }
     }
     long freeCpu = node.freeCpuMilli();
@@ -120,7 +179,7 @@ public final class VgpuPolicy implements PlacementPolicy {
     return Math.rint(value * 1000) / 1000;
   }
 
-  /** Registers {@code vgpu}, learning its target workload from observed requests. */
+  /** Registers {@code vgpu}, learning its target workload and card types from the cluster. */
   public static final class Provider extends NamedProvider {
     /** The provider ServiceLoader instantiates. */
     public Provider() {

@@ -1,27 +1,30 @@
 package io.vgpu.core.policy;
 
 import io.vgpu.api.spi.CardDemand;
+import io.vgpu.api.spi.PodDemand;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
-import org.jspecify.annotations.Nullable;
 
 /**
  * Where a fragmentation-aware policy gets its target workload: either given once (the placement
- * benchmark gives the trace's typical tasks), or learned from the pods the engine counts (each once,
- * when its grant is reserved or restored). A learned model keeps the last {@link #WINDOW} card demands
- * and takes their typical classes (the FGD paper's 95% popularity cut); CPU is not part of them,
- * because the engine does not model it.
+ * benchmark's oracle gives the trace's typical tasks), or learned from the pods the engine counts (each
+ * once, when its grant is reserved or restored). A learned model keeps the classes of the last {@link
+ * #WINDOW} card-using containers it was told about and takes their typical ones (the FGD paper's 95%
+ * popularity cut). A container's class is its card demand, the card types its pod may use, and the
+ * pod's CPU request (on the pod's first card-using container; 0 where it is not known). Pods that take
+ * no card never reach the engine's policies, so a learned workload has no CPU-only class.
  *
  * <p>Thread-safe: observations are serialized, and readers see an immutable snapshot.
  */
 final class WorkloadModel {
-  /** How many recent requests a learned model remembers. */
+  /** How many recent card-using containers a learned model remembers. */
   static final int WINDOW = 1024;
 
   static final double POPULARITY_PERCENT = 95;
 
   private final boolean learning;
-  private final CardDemand @Nullable [] recent;
+  private final WorkloadClass[] recent;
   private final Map<WorkloadClass, Integer> counts = new HashMap<>();
   private int next;
   private volatile TargetWorkload current;
@@ -29,7 +32,7 @@ final class WorkloadModel {
   private WorkloadModel(TargetWorkload initial, boolean learning) {
     this.current = initial;
     this.learning = learning;
-    this.recent = learning ? new CardDemand[WINDOW] : null;
+    this.recent = new WorkloadClass[learning ? WINDOW : 0];
   }
 
   /** A model that always answers {@code workload}. */
@@ -42,26 +45,49 @@ final class WorkloadModel {
     return new WorkloadModel(TargetWorkload.EMPTY, true);
   }
 
+  /** Whether the model learns from observations. */
+  boolean learning() {
+    return learning;
+  }
+
   /** The current target workload. */
   TargetWorkload current() {
     return current;
   }
 
-  /** Counts one container's card demand; a fixed model ignores it. */
-  void observe(CardDemand demand) {
+  /** Counts one pod's card-using containers; a fixed model ignores it. */
+  void observe(PodDemand pod) {
     if (!learning) {
       return;
     }
+    List<WorkloadClass> classes = classesOf(pod);
     synchronized (this) {
-      CardDemand[] window = recent;
-      CardDemand evicted = window[next];
-      if (evicted != null) {
-        counts.merge(WorkloadClass.of(0, evicted), -1, (a, b) -> a + b == 0 ? null : a + b);
+      for (WorkloadClass k : classes) {
+        WorkloadClass evicted = recent[next];
+        if (evicted != null) {
+          counts.merge(evicted, -1, (a, b) -> a + b == 0 ? null : a + b);
+        }
+        recent[next] = k;
+        next = (next + 1) % recent.length;
+        counts.merge(k, 1, Integer::sum);
       }
-      window[next] = demand;
-      next = (next + 1) % window.length;
-      counts.merge(WorkloadClass.of(0, demand), 1, Integer::sum);
       current = TargetWorkload.typical(counts, POPULARITY_PERCENT);
     }
+  }
+
+  /** Counts one container's card demand, of a pod whose CPU and type constraints are not known. */
+  void observe(CardDemand demand) {
+    observe(new PodDemand(-1, List.of(demand), List.of()));
+  }
+
+  /** The workload classes one pod adds: one per card-using container, the pod's CPU on the first. */
+  static List<WorkloadClass> classesOf(PodDemand pod) {
+    List<CardDemand> cards = pod.cards();
+    WorkloadClass[] out = new WorkloadClass[cards.size()];
+    for (int c = 0; c < out.length; c++) {
+      long cpu = c == 0 && pod.knowsCpu() ? pod.cpuMilli() : 0;
+      out[c] = new WorkloadClass(cpu, cards.get(c), pod.cardTypes());
+    }
+    return List.of(out);
   }
 }
