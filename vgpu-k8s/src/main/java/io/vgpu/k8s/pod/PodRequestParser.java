@@ -21,7 +21,8 @@ import java.util.Map;
  * back to requests; init containers separately), the device constraints of {@code nvidia.com/use-gputype},
  * {@code nouse-gputype}, {@code use-gpuuuid}, {@code nouse-gpuuuid}, {@code numa-bind} and {@code
  * vgpu-mode}, and the policy choices of {@code hami.io/node-scheduler-policy}, {@code
- * hami.io/gpu-scheduler-policy} and {@code hami.io/device-scoring-weights}.
+ * hami.io/gpu-scheduler-policy} and {@code hami.io/device-scoring-weights}, and the pod's CPU request
+ * ({@link PodCpu}), which policies that model CPU read.
  */
 public final class PodRequestParser {
   private final ResourceSchema schema;
@@ -34,15 +35,16 @@ public final class PodRequestParser {
   /**
    * Parses a pod; its namespace defaults to {@code default}.
    *
-   * @throws PodRequestException when a resource is not a non-negative whole number or an annotation is
-   *     invalid; the message names the container or annotation and the value
+   * @throws PodRequestException when a resource is not a non-negative whole number, a CPU request not
+   *     a non-negative quantity, or an annotation is invalid; the message names the container or
+   *     annotation and the value
    */
   public PodRequest parse(Pod pod) {
     PodRef ref = PodRefs.of(pod);
     List<ContainerRequest> init = containers(pod.getSpec() == null ? null : pod.getSpec().getInitContainers());
     List<ContainerRequest> app = containers(pod.getSpec() == null ? null : pod.getSpec().getContainers());
     Map<String, String> annotations = PodRefs.annotations(pod);
-    return new PodRequest(ref, init, app, constraints(annotations), overrides(annotations));
+    return new PodRequest(ref, init, app, constraints(annotations), overrides(annotations), PodCpu.requestMilli(pod));
   }
 
   private List<ContainerRequest> containers(List<Container> containers) {

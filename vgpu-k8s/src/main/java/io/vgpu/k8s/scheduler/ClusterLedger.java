@@ -22,6 +22,7 @@ import io.vgpu.core.ReserveResult;
 import io.vgpu.k8s.codec.DeviceListCodec;
 import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.codec.NodeRegisterCodec;
+import io.vgpu.k8s.pod.PodRefs;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -116,11 +117,15 @@ public final class ClusterLedger implements AutoCloseable {
    */
   public Duration start(Duration timeout) {
     long start = System.nanoTime();
+    // The CPU feed goes first on each informer, so a pod's CPU is known when its grant is restored.
+    NodeCpuFeed cpu = new NodeCpuFeed(engine, this::node, this::pod);
     nodes = client.nodes().runnableInformer(0);
+    nodes.addEventHandler(cpu.nodeHandler());
     nodes.addEventHandler(new NodeHandler());
     quotas = client.resourceQuotas().inAnyNamespace().runnableInformer(0);
     quotas.addEventHandler(new QuotaHandler());
     pods = client.pods().inAnyNamespace().runnableInformer(0);
+    pods.addEventHandler(cpu.podHandler());
     pods.addEventHandler(new PodHandler());
     // Nodes and quotas first, so that restored grants land on registered nodes.
     informers.add(nodes);
@@ -135,6 +140,8 @@ public final class ClusterLedger implements AutoCloseable {
     }
     // The caches are full, but their handlers may still be working through the initial list: settle
     // every object now from the cache itself, so the ledger is complete before anyone asks.
+    nodes.getIndexer().list().forEach(n -> cpu.reconcileNode(n.getMetadata().getName()));
+    pods.getIndexer().list().forEach(p -> cpu.reconcilePod(PodRefs.of(p)));
     for (Node node : nodes.getIndexer().list()) {
       reconcileNode(node.getMetadata().getName());
     }
