@@ -11,8 +11,10 @@ import java.util.function.ToDoubleFunction;
  * {@code {"policy", "trace", "seeds": [...], "median": {...}, "mean": {...}}}; a seed entry has {@code
  * seed}, {@code unallocatedAt100}, {@code finalAllocation}, {@code curve} (unallocated % by arrived %,
  * keys "75" to "130"), {@code fragmentationAmountAt100}, {@code fragmentationRateAt100} and {@code
- * wallSeconds}; median and mean have the same keys but the seed. Percentages are plain numbers (4.77
- * means 4.77 %); a value without data is {@code null}.
+ * wallSeconds}; median and mean have the same keys but the seed. With as-deployed runs, each object
+ * also has {@code "asDeployed": {"cpuOnlyPods", "seeds", "median", "mean"}}, the same members for the
+ * policy as deployed. Percentages are plain numbers (4.77 means 4.77 %); a value without data is
+ * {@code null}.
  */
 final class JsonReport {
   private JsonReport() {}
@@ -24,26 +26,45 @@ final class JsonReport {
   }
 
   static String of(List<PolicyReport> reports) {
+    return of(new PlacementBenchmark.Reports(reports, List.of(), null));
+  }
+
+  static String of(PlacementBenchmark.Reports reports) {
+    List<PolicyReport> oracle = reports.oracle();
     StringBuilder out = new StringBuilder();
-    if (reports.size() == 1) {
-      object(out, reports.get(0), "");
+    if (oracle.size() == 1) {
+      object(out, reports, 0, "");
     } else {
       out.append("[\n");
-      for (int i = 0; i < reports.size(); i++) {
+      for (int i = 0; i < oracle.size(); i++) {
         out.append("  ");
-        object(out, reports.get(i), "  ");
-        out.append(i + 1 < reports.size() ? ",\n" : "\n");
+        object(out, reports, i, "  ");
+        out.append(i + 1 < oracle.size() ? ",\n" : "\n");
       }
       out.append(']');
     }
     return out.append('\n').toString();
   }
 
-  private static void object(StringBuilder out, PolicyReport report, String indent) {
+  private static void object(StringBuilder out, PlacementBenchmark.Reports reports, int i, String indent) {
+    PolicyReport report = reports.oracle().get(i);
     String in = indent + "  ";
     out.append("{\n");
     out.append(in).append("\"policy\": ").append(GoJsonStrings.quote(report.policy())).append(",\n");
     out.append(in).append("\"trace\": ").append(GoJsonStrings.quote(report.trace())).append(",\n");
+    runs(out, report, in);
+    if (!reports.asDeployed().isEmpty()) {
+      out.append(",\n").append(in).append("\"asDeployed\": {\n");
+      String cpuOnlyPods = reports.cpuOnlyPods() == null ? "" : reports.cpuOnlyPods().label;
+      out.append(in).append("  \"cpuOnlyPods\": ").append(GoJsonStrings.quote(cpuOnlyPods)).append(",\n");
+      runs(out, reports.asDeployed().get(i), in + "  ");
+      out.append('\n').append(in).append('}');
+    }
+    out.append('\n').append(indent).append('}');
+  }
+
+  /** The members {@code seeds}, {@code median} and {@code mean} of one policy's runs, without a final newline. */
+  private static void runs(StringBuilder out, PolicyReport report, String in) {
     out.append(in).append("\"seeds\": [");
     List<SeedResult> seeds = report.seeds();
     for (int i = 0; i < seeds.size(); i++) {
@@ -58,7 +79,7 @@ final class JsonReport {
     out.append("},\n");
     out.append(in).append("\"mean\": {");
     metrics(out, report::mean);
-    out.append("}\n").append(indent).append('}');
+    out.append('}');
   }
 
   /** The metrics of one seed, or their median or mean, as JSON members. */

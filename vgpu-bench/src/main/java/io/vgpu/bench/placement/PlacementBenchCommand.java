@@ -5,6 +5,7 @@ import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
@@ -27,7 +28,9 @@ import picocli.CommandLine.Spec;
     description = {
       "Replays a GPU cluster trace (Alibaba GPU-sharing trace CSV format) under the FGD paper's protocol:",
       "pods shuffled by seed, inflated with clones to --inflate x GPU capacity (or thinned when above it),",
-      "submitted once each, never departing; reports unallocated GPU %% at 100%% arrived and the curve."
+      "submitted once each, never departing; reports unallocated GPU %% at 100%% arrived and the curve.",
+      "With --as-deployed, each policy also runs as the deployed scheduler runs it (the engine driven as the",
+      "extender drives it, learning online from nothing) and is reported beside its oracle run."
     })
 public final class PlacementBenchCommand implements Callable<Integer> {
   /** The subcommand's name. */
@@ -68,6 +71,18 @@ public final class PlacementBenchCommand implements Callable<Integer> {
   @Option(names = "--threads", paramLabel = "N", description = "runs at once (default: the number of cores)")
   @Nullable Integer threads;
 
+  @Option(
+      names = "--as-deployed",
+      description = "also run each policy as the deployed scheduler does: compile, filter, reserve through the engine, learning online")
+  boolean asDeployed;
+
+  @Option(
+      names = "--cpu-only-pods",
+      paramLabel = "MODE",
+      description = "with --as-deployed, who places pods that ask for no GPU: default-scheduler (kube-scheduler's default scores, as deployed) or policy (the pod's policy through the engine) (default ${DEFAULT-VALUE})",
+      defaultValue = "default-scheduler")
+  String cpuOnlyPods = "default-scheduler";
+
   /** Runs the command standalone: {@code java -cp benchmarks.jar io.vgpu.bench.placement.PlacementBenchCommand ...}. */
   public static void main(String[] args) {
     System.exit(new CommandLine(new PlacementBenchCommand()).execute(args));
@@ -101,13 +116,21 @@ public final class PlacementBenchCommand implements Callable<Integer> {
     if (parallelism < 1) {
       throw new BenchInputException("--threads value '" + parallelism + "' must be at least 1");
     }
+    AsDeployedSimulation.CpuOnlyPods mode = AsDeployedSimulation.CpuOnlyPods.parse(cpuOnlyPods);
+    if (!asDeployed && spec.commandLine().getParseResult().hasMatchedOption("--cpu-only-pods")) {
+      throw new BenchInputException("--cpu-only-pods value '" + cpuOnlyPods + "' needs --as-deployed");
+    }
     PolicyCatalog.parse(policies);
     Trace trace = Trace.read(nodeFile, podFile);
-    List<PolicyReport> reports = PlacementBenchmark.run(trace, policies, seedList, ratio, parallelism);
+    PlacementBenchmark.Reports reports = PlacementBenchmark.run(trace, policies, seedList, ratio, parallelism, asDeployed ? mode : null);
     out.print(json ? JsonReport.of(reports) : TextReport.of(reports, ratio));
     out.flush();
     if (plot != null) {
-      writePlot(plot, SvgPlot.of(reports));
+      List<PolicyReport> lines = new ArrayList<>(reports.oracle());
+      for (PolicyReport deployed : reports.asDeployed()) {
+        lines.add(new PolicyReport(deployed.policy() + " (as deployed)", deployed.trace(), deployed.seeds()));
+      }
+      writePlot(plot, SvgPlot.of(lines));
     }
   }
 

@@ -6,13 +6,36 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import org.jspecify.annotations.Nullable;
 
 /** Runs policies over seeds on one trace, the seeds in parallel, and collects their reports. */
 public final class PlacementBenchmark {
   private PlacementBenchmark() {}
 
   /**
-   * Runs every policy with every seed.
+   * The reports of one benchmark: the oracle runs ({@link Simulation}, each policy given the trace's
+   * whole workload and cluster), and the as-deployed runs ({@link AsDeployedSimulation}, the engine
+   * driven as the extender drives it), one per policy and in the same order, or none when not asked.
+   *
+   * @param oracle one report per policy
+   * @param asDeployed one report per policy, or empty
+   * @param cpuOnlyPods who placed the CPU-only pods in the as-deployed runs, or null without them
+   */
+  record Reports(List<PolicyReport> oracle, List<PolicyReport> asDeployed, AsDeployedSimulation.@Nullable CpuOnlyPods cpuOnlyPods) {
+    Reports {
+      oracle = List.copyOf(oracle);
+      asDeployed = List.copyOf(asDeployed);
+    }
+  }
+
+  /** How one seed of one policy is run. */
+  @FunctionalInterface
+  private interface Runner {
+    SeedResult run(PreparedTrace trace, PolicyCatalog.Entry entry, double inflate, long seed);
+  }
+
+  /**
+   * Runs every policy with every seed, as the oracle runs them.
    *
    * @param trace the cluster and workload
    * @param policies policy names, comma-separated
@@ -23,31 +46,55 @@ public final class PlacementBenchmark {
    * @throws BenchInputException on an unknown policy
    */
   public static List<PolicyReport> run(Trace trace, String policies, List<Long> seeds, double inflate, int threads) {
+    return run(trace, policies, seeds, inflate, threads, null).oracle();
+  }
+
+  /**
+   * Runs every policy with every seed as the oracle runs them and, when {@code asDeployed} is given,
+   * also as the deployed scheduler runs them, with the CPU-only pods placed as it says.
+   *
+   * @throws BenchInputException on an unknown policy
+   */
+  static Reports run(Trace trace, String policies, List<Long> seeds, double inflate, int threads, AsDeployedSimulation.@Nullable CpuOnlyPods asDeployed) {
     List<PolicyCatalog.Entry> entries = PolicyCatalog.parse(policies);
     PreparedTrace prepared = PreparedTrace.of(trace);
-    ExecutorService pool = Executors.newFixedThreadPool(Math.max(1, Math.min(threads, entries.size() * seeds.size())), runnable -> {
+    List<Runner> runners = new ArrayList<>();
+    runners.add(Simulation::run);
+    if (asDeployed != null) {
+      runners.add((t, entry, ratio, seed) -> AsDeployedSimulation.run(t, entry.name(), asDeployed, ratio, seed));
+    }
+    int runs = runners.size() * entries.size() * seeds.size();
+    ExecutorService pool = Executors.newFixedThreadPool(Math.max(1, Math.min(threads, runs)), runnable -> {
       Thread t = new Thread(runnable, "placement-bench");
       t.setDaemon(true);
       return t;
     });
     try {
-      List<List<Future<SeedResult>>> futures = new ArrayList<>();
-      for (PolicyCatalog.Entry entry : entries) {
-        List<Future<SeedResult>> perSeed = new ArrayList<>();
-        for (long seed : seeds) {
-          perSeed.add(pool.submit(() -> Simulation.run(prepared, entry, inflate, seed)));
+      List<List<List<Future<SeedResult>>>> futures = new ArrayList<>();
+      for (Runner runner : runners) {
+        List<List<Future<SeedResult>>> perEntry = new ArrayList<>();
+        for (PolicyCatalog.Entry entry : entries) {
+          List<Future<SeedResult>> perSeed = new ArrayList<>();
+          for (long seed : seeds) {
+            perSeed.add(pool.submit(() -> runner.run(prepared, entry, inflate, seed)));
+          }
+          perEntry.add(perSeed);
         }
-        futures.add(perSeed);
+        futures.add(perEntry);
       }
-      List<PolicyReport> reports = new ArrayList<>();
-      for (int i = 0; i < entries.size(); i++) {
-        List<SeedResult> results = new ArrayList<>();
-        for (Future<SeedResult> f : futures.get(i)) {
-          results.add(f.get());
+      List<List<PolicyReport>> reports = new ArrayList<>();
+      for (List<List<Future<SeedResult>>> perEntry : futures) {
+        List<PolicyReport> out = new ArrayList<>();
+        for (int i = 0; i < entries.size(); i++) {
+          List<SeedResult> results = new ArrayList<>();
+          for (Future<SeedResult> f : perEntry.get(i)) {
+            results.add(f.get());
+          }
+          out.add(new PolicyReport(entries.get(i).name(), trace.name(), results));
         }
-        reports.add(new PolicyReport(entries.get(i).name(), trace.name(), results));
+        reports.add(out);
       }
-      return reports;
+      return new Reports(reports.get(0), asDeployed != null ? reports.get(1) : List.of(), asDeployed);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted while the runs were going", e);

@@ -3,6 +3,8 @@ package io.vgpu.bench.placement;
 import io.vgpu.api.ContainerRequest;
 import io.vgpu.api.PodRef;
 import io.vgpu.api.PodRequest;
+import io.vgpu.api.PolicyOverrides;
+import io.vgpu.api.ScoringWeights;
 import io.vgpu.api.spi.PlacementPolicy;
 import io.vgpu.core.Engine;
 import io.vgpu.core.EngineConfig;
@@ -64,6 +66,19 @@ final class PolicyCatalog {
           throw new BenchInputException(
               "--policy value '" + name + "' is not a policy (known: " + String.join(", ", NAMES) + ")");
     };
+  }
+
+  /**
+   * The policy annotations a pod carries to be placed by {@code name} in the deployed scheduler: {@code
+   * hami.io/gpu-scheduler-policy} naming a registered policy, or for HAMi's {@code binpack} and {@code
+   * spread} that and {@code hami.io/node-scheduler-policy}, both levels as the oracle run resolves them.
+   *
+   * @throws BenchInputException naming an unknown policy
+   */
+  static PolicyOverrides annotationsOf(String name) {
+    entry(name);
+    String nodePolicy = name.equals("binpack") || name.equals("spread") ? name : "";
+    return new PolicyOverrides(nodePolicy, name, ScoringWeights.DEFAULT);
   }
 
   /**

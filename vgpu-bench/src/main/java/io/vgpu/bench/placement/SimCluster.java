@@ -23,6 +23,8 @@ final class SimCluster {
   final int nodeCount;
   final String[] names;
   final String[] models;
+  final long[] cpuCapacity;
+  final long[] memoryCapacity;
   final long[] freeCpu;
   final long[] freeMemory;
   final int[] firstGpu;
@@ -38,6 +40,8 @@ final class SimCluster {
     nodeCount = nodes.size();
     names = new String[nodeCount];
     models = new String[nodeCount];
+    cpuCapacity = new long[nodeCount];
+    memoryCapacity = new long[nodeCount];
     freeCpu = new long[nodeCount];
     freeMemory = new long[nodeCount];
     firstGpu = new int[nodeCount];
@@ -47,6 +51,8 @@ final class SimCluster {
       TraceNode node = nodes.get(i);
       names[i] = node.name();
       models[i] = node.model();
+      cpuCapacity[i] = node.cpuMilli();
+      memoryCapacity[i] = node.memoryMiB();
       freeCpu[i] = node.cpuMilli();
       freeMemory[i] = node.memoryMiB();
       firstGpu[i] = gpus;
@@ -65,9 +71,14 @@ final class SimCluster {
     return usedMilli;
   }
 
+  /** Whether the pod's CPU and memory requests fit node {@code i}'s free CPU and memory. */
+  boolean fitsCpuAndMemory(int i, TracePod pod) {
+    return freeCpu[i] >= pod.cpuMilli() && freeMemory[i] >= pod.memoryMiB();
+  }
+
   /** Whether the pod fits on node {@code i}: CPU, memory, GPU model and enough GPUs with room. */
   boolean fits(int i, TracePod pod) {
-    if (freeCpu[i] < pod.cpuMilli() || freeMemory[i] < pod.memoryMiB()) {
+    if (!fitsCpuAndMemory(i, pod)) {
       return false;
     }
     int need = pod.gpus();
@@ -105,6 +116,11 @@ final class SimCluster {
     usedMilli += pod.totalGpuMilli();
   }
 
+  /** The UUID of GPU {@code d} of a node, as the policies see it and as the deployed engine registers it. */
+  static String uuid(String node, int d) {
+    return node + "/" + d;
+  }
+
   /** Compute units for a share: rounded down, so that they never bind before memory does. */
   static int coresOf(int milli) {
     return milli / 10;
@@ -139,7 +155,7 @@ final class SimCluster {
 
     @Override
     public String uuid(int d) {
-      return names[node] + "/" + d;
+      return SimCluster.uuid(names[node], d);
     }
 
     @Override

@@ -170,7 +170,7 @@ final class Simulation {
   }
 
   /** Nodes sorted by name, then ranked by a seeded random permutation: the order ties are broken in. */
-  private static int[] tieOrder(List<TraceNode> nodes, SplittableRandom random) {
+  static int[] tieOrder(List<TraceNode> nodes, SplittableRandom random) {
     Integer[] byName = IntStream.range(0, nodes.size()).boxed().toArray(Integer[]::new);
     java.util.Arrays.sort(byName, Comparator.comparing(i -> nodes.get(i).name()));
     int[] rank = IntStream.range(0, nodes.size()).toArray();

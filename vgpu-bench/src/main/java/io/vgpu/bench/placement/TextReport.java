@@ -3,31 +3,45 @@ package io.vgpu.bench.placement;
 import java.util.List;
 import java.util.Locale;
 
-/** Writes reports as a table per policy: each seed, then the median and mean. */
+/**
+ * Writes reports as a table per policy: each seed, then the median and mean; with as-deployed runs, the
+ * policy's as-deployed table follows its oracle table.
+ */
 final class TextReport {
   private static final int[] CURVE_POINTS = {75, 90, 95, 110, 120, 130};
 
   private TextReport() {}
 
   static String of(List<PolicyReport> reports, double inflate) {
+    return of(new PlacementBenchmark.Reports(reports, List.of(), null), inflate);
+  }
+
+  static String of(PlacementBenchmark.Reports reports, double inflate) {
     StringBuilder out = new StringBuilder();
-    for (PolicyReport report : reports) {
-      out.append(String.format(
-          Locale.ROOT, "%s on %s: %d seed(s), inflated to %s x GPU capacity; %% of GPU capacity (frag. rate: %% of idle)%n",
-          report.policy(), report.trace(), report.seeds().size(), JsonReport.number(inflate)));
-      out.append(String.format(Locale.ROOT, "%-8s %9s", "seed", "unalloc@100"));
-      for (int x : CURVE_POINTS) {
-        out.append(String.format(Locale.ROOT, " %7s", "@" + x));
+    for (int i = 0; i < reports.oracle().size(); i++) {
+      table(out, reports.oracle().get(i), "", inflate);
+      if (!reports.asDeployed().isEmpty() && reports.cpuOnlyPods() != null) {
+        table(out, reports.asDeployed().get(i), " as deployed (CPU-only pods: " + reports.cpuOnlyPods().label + ")", inflate);
       }
-      out.append(String.format(Locale.ROOT, " %8s %9s %9s %8s%n", "final", "frag@100", "rate@100", "wall s"));
-      for (SeedResult seed : report.seeds()) {
-        row(out, Long.toString(seed.seed()), metric -> metric.value().applyAsDouble(seed));
-      }
-      row(out, "median", metric -> report.median(metric.value()));
-      row(out, "mean", metric -> report.mean(metric.value()));
-      out.append(System.lineSeparator());
     }
     return out.toString();
+  }
+
+  private static void table(StringBuilder out, PolicyReport report, String mode, double inflate) {
+    out.append(String.format(
+        Locale.ROOT, "%s%s on %s: %d seed(s), inflated to %s x GPU capacity; %% of GPU capacity (frag. rate: %% of idle)%n",
+        report.policy(), mode, report.trace(), report.seeds().size(), JsonReport.number(inflate)));
+    out.append(String.format(Locale.ROOT, "%-8s %9s", "seed", "unalloc@100"));
+    for (int x : CURVE_POINTS) {
+      out.append(String.format(Locale.ROOT, " %7s", "@" + x));
+    }
+    out.append(String.format(Locale.ROOT, " %8s %9s %9s %8s%n", "final", "frag@100", "rate@100", "wall s"));
+    for (SeedResult seed : report.seeds()) {
+      row(out, Long.toString(seed.seed()), metric -> metric.value().applyAsDouble(seed));
+    }
+    row(out, "median", metric -> report.median(metric.value()));
+    row(out, "mean", metric -> report.mean(metric.value()));
+    out.append(System.lineSeparator());
   }
 
   @FunctionalInterface

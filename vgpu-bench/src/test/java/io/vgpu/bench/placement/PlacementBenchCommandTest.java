@@ -96,6 +96,37 @@ class PlacementBenchCommandTest {
   }
 
   @Test
+  void asDeployedRunsSitBesideTheOracleOnesInTheSameShape() throws Exception {
+    assertThat(run(args("--policy", "vgpu", "--as-deployed", "--output", "json"))).isZero();
+
+    JsonNode report = new ObjectMapper().readTree(out.toString());
+    assertThat(report.propertyNames()).containsExactly("policy", "trace", "seeds", "median", "mean", "asDeployed");
+    assertThat(report.get("median").get("unallocatedAt100").isNumber()).isTrue();
+    JsonNode deployed = report.get("asDeployed");
+    assertThat(deployed.propertyNames()).containsExactly("cpuOnlyPods", "seeds", "median", "mean");
+    assertThat(deployed.get("cpuOnlyPods").asString()).isEqualTo("default-scheduler");
+    assertThat(deployed.get("seeds")).extracting(s -> s.get("seed").asLong()).containsExactly(1L, 2L, 3L);
+    assertThat(deployed.get("seeds").get(0).propertyNames()).containsExactlyElementsOf(report.get("seeds").get(0).propertyNames());
+    assertThat(deployed.get("median").propertyNames()).containsExactlyElementsOf(report.get("median").propertyNames());
+    assertThat(deployed.get("median").get("unallocatedAt100").isNumber()).isTrue();
+
+    out.getBuffer().setLength(0);
+    assertThat(run(args("--policy", "fgd,vgpu", "--as-deployed", "--cpu-only-pods", "policy", "--output", "json"))).isZero();
+    JsonNode reports = new ObjectMapper().readTree(out.toString());
+    assertThat(reports).extracting(r -> r.get("asDeployed").get("cpuOnlyPods").asString()).containsExactly("policy", "policy");
+  }
+
+  @Test
+  void asDeployedTextFollowsEachOracleTable() {
+    assertThat(run(args("--policy", "bestfit,vgpu", "--as-deployed"))).isZero();
+    String text = out.toString();
+    assertThat(text.indexOf("bestfit on tiny"))
+        .isLessThan(text.indexOf("bestfit as deployed (CPU-only pods: default-scheduler) on tiny"))
+        .isLessThan(text.indexOf("vgpu on tiny"))
+        .isLessThan(text.indexOf("vgpu as deployed (CPU-only pods: default-scheduler) on tiny"));
+  }
+
+  @Test
   void textOutputHasARowPerSeedAndTheAggregates() {
     assertThat(run(args("--policy", "bestfit"))).isZero();
     assertThat(out.toString()).contains("bestfit on tiny: 3 seed(s)").contains("\n1 ").contains("\nmedian").contains("\nmean");
@@ -109,6 +140,9 @@ class PlacementBenchCommandTest {
     assertThat(text).startsWith("<svg").contains(">fgd</text>").contains(">spread</text>").endsWith("</svg>\n");
     // The ideal line and one per policy.
     assertThat(text.split("<polyline", -1)).hasSize(4);
+
+    assertThat(run(args("--policy", "vgpu", "--as-deployed", "--plot", svg.toString()))).isZero();
+    assertThat(Files.readString(svg)).contains(">vgpu</text>").contains(">vgpu (as deployed)</text>");
   }
 
   @Test
@@ -120,6 +154,10 @@ class PlacementBenchCommandTest {
     assertError(args("--policy", "fgd", "--seeds", "4x"), "placement-bench: --seeds value '4x': '4x' is not a whole number (expected FROM..TO, a comma list, or one seed)");
     assertError(args("--policy", "fgd", "--output", "xml"), "placement-bench: --output value 'xml' is not a format (known: text, json)");
     assertError(args("--policy", "fgd", "--inflate", "lots"), "placement-bench: --inflate value 'lots' is not a ratio such as 1.3");
+    assertError(
+        args("--policy", "fgd", "--as-deployed", "--cpu-only-pods", "kubelet"),
+        "placement-bench: --cpu-only-pods value 'kubelet' is not a mode (known: default-scheduler, policy)");
+    assertError(args("--policy", "fgd", "--cpu-only-pods", "policy"), "placement-bench: --cpu-only-pods value 'policy' needs --as-deployed");
     assertError(new String[] {"--pods", pods.toString(), "--policy", "fgd"}, "placement-bench: --nodes is required");
     assertError(new String[] {"--nodes", missing.toString(), "--pods", pods.toString(), "--policy", "fgd"}, "placement-bench: nodes file '" + missing + "' does not exist");
     assertError(
