@@ -257,18 +257,23 @@ check probe-spawn -- "$BIN" probe-spawn
 check probe-escape -- "$BIN" probe-escape
 check probe-compute -- "$BIN" probe-compute
 
-for percent in 10 25 50 75; do
-    check "sm-limit-$percent" -- "$BIN" sm-limit "$percent"
+# Compute accuracy: one process, three processes of one container, and two containers on one card.
+for configuration in 10 25 50 75 10x3 25x3 50x3 75x3 10+75x3 25x3+50 50+50; do
+    check "sm-limit-$configuration" -- "$BIN" sm-limit "$configuration"
 done
 check overhead-alloc-free -- "$BIN" overhead-alloc-free
 check overhead-launch -- "$BIN" overhead-launch
 
 if [ -s "$WORK/measurements" ]; then
     echo
-    echo "compute limit accuracy (share of device time, mock A100, kernels of 10-200 us independent of their grids, unlimited competitor):"
-    printf '  %-8s %-10s %-11s %-10s\n' limit achieved competitor device
-    awk '/^sm-accuracy/ { split($2,t,"="); split($3,a,"="); split($4,c,"="); split($5,d,"=");
-         printf "  %-8s %-10s %-11s %-10s\n", t[2] "%", a[2] "%", c[2] "%", d[2] "%" }' "$WORK/measurements"
+    if grep -q '^sm-accuracy' "$WORK/measurements"; then
+        echo "compute limit accuracy (share of the device clock, mock A100, kernels of 10-200 us independent of their grids):"
+        printf '  %-8s %-6s %-10s %-9s %-22s %-8s\n' config limit processes achieved beside device
+        awk '/^sm-accuracy/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2]; k[i] = kv[1] }
+             beside = ("competitor" in v) ? "unlimited " v["competitor"] "%" : "other container " v["other"] "%";
+             printf "  %-8s %-6s %-10s %-9s %-22s %-8s\n", v["config"], v["target"] "%", v["processes"], v["achieved"] "%", beside, v["device"] "%";
+             delete v }' "$WORK/measurements"
+    fi
     grep '^overhead' "$WORK/measurements" | sed 's/^/  /'
     echo
 fi

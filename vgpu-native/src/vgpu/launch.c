@@ -78,3 +78,9 @@ CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void 
     gate_config(config);
     return launch(config, f, kernelParams, extra);
 }
+
+/* No stream capture is hooked yet: no stream is capturing. */
+bool vgpu_stream_capturing(CUstream stream) {
+    (void)stream;
+    return false;
+}

@@ -564,3 +564,6 @@ CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
     if (limit != 0 && (runtime.config->oversubscribe || limit < *bytes)) *bytes = (size_t)limit;
     return CUDA_SUCCESS;
 }
+
+/* Frees are given back when the driver returns (stream-ordered frees too, for now). */
+void vgpu_memory_housekeeping(void) {}

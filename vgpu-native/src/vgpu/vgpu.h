@@ -157,6 +157,8 @@ uint64_t vgpu_usage_view(int ordinal, uint64_t limit);
 void vgpu_memory_after_fork(void);
 /* Forgets and uncounts every allocation made in a context the driver has destroyed. */
 void vgpu_forget_context_allocations(CUcontext context);
+/* Gives back the bytes of stream-ordered frees that have happened on their streams (housekeeping). */
+void vgpu_memory_housekeeping(void);
 
 /* ---- contexts (context.c) ------------------------------------------------------------------ */
 
@@ -164,8 +166,14 @@ void vgpu_context_after_fork(void);
 
 /* ---- compute limit (controller.c) ---------------------------------------------------------- */
 
+/* The longest one launch is ever held back by the compute limit (README, "Compute limit"). */
+#define VGPU_MAX_LAUNCH_WAIT_NS 1000000000ULL
+
 /* Paces a launch of `units` threads on the stream's device when that device has a compute limit. */
 void vgpu_sm_gate(CUstream stream, uint64_t units);
+/* Streams of this process being captured into graphs (graph.c); their launches are not paced. */
+extern _Atomic int vgpu_capturing_streams;
+bool vgpu_stream_capturing(CUstream stream);
 void vgpu_controller_start(void);
 void vgpu_controller_after_fork(void);
 /* Host pid of this process as NVML reports it, if known. */
