@@ -105,7 +105,7 @@ exports_check() {
     local leaked
     leaked=$(nm -D --defined-only "$LIBVGPU" | awk '{print $3}' | grep -Ev '^(cu|nvml)[A-Za-z0-9_]+$|^dlsym$')
     [ -z "$leaked" ] || { echo "  libvgpu.so exports internals: $leaked" >&2; missing=1; }
-    echo "  $(grep -v '^#' "$(dirname "$0")/../src/api/cuda_api.def" | grep -vc '^-') driver functions, $(nm -D --defined-only "$NATIVE/libnvidia-ml.so.1" | grep -c ' T nvml') NVML functions exported" >&2
+    echo "  $(grep -v '^#' "$(dirname "$0")/../src/api/cuda_api.def" | awk -F'|' '{gsub(/ /,"",$1); if ($1 != "-" && $1 != "") print $1}' | sort -u | wc -l) driver functions, $(nm -D --defined-only "$NATIVE/libnvidia-ml.so.1" | grep -c ' T nvml') NVML functions exported" >&2
     return $missing
 }
 
@@ -155,6 +155,7 @@ check nvml-identity "VGPU_MOCK_CONFIG=$WORK/devices.list" -- "$BIN" nvml-identit
 check nvml-memory-processes -- "$BIN" nvml-memory-processes
 check nvml-utilization -- "$BIN" nvml-utilization
 check nvml-xid-lost VGPU_MOCK_CONFIG=A100-SXM4-40GB:2 VGPU_MOCK_INJECT=xid:0:31 -- "$BIN" nvml-xid-lost
+check mock-graphs -- "$BIN" mock-graphs
 
 # ---- libvgpu.so over the mocks --------------------------------------------------------------------
 
@@ -228,6 +229,13 @@ check malformed-limit-fails-cuinit "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" ma
 check region-unavailable-no-exit "$P" CUDA_DEVICE_MEMORY_LIMIT=1g \
     CUDA_DEVICE_MEMORY_SHARED_CACHE=/nonexistent/vgpu/region -- "$BIN" region-unavailable-no-exit
 check no-system-calls "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" no-system-calls
+
+# ---- graphs, stream-ordered frees, bounded waits ---------------------------------------------------
+
+check graph-launch-paced "$P" CUDA_DEVICE_SM_LIMIT=25 GPU_CORE_UTILIZATION_POLICY=force -- "$BIN" graph-launch-paced
+check graph-memory-counted "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" graph-memory-counted
+check free-async-when-done "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" free-async-when-done
+check launch-wait-bounded "$P" CUDA_DEVICE_SM_LIMIT=10 GPU_CORE_UTILIZATION_POLICY=force -- "$BIN" launch-wait-bounded
 
 if [ -f "$CUDA_INCLUDE/cuda.h" ]; then
     for mode in default per-thread; do

@@ -21,17 +21,20 @@ static inline uint64_t threads_of(unsigned gx, unsigned gy, unsigned gz, unsigne
     CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, \
         unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream
 
-#define LAUNCH_GATE()                                                                                               \
+/* The per-thread variants' NULL stream is the per-thread default stream, which the gate names as such. */
+static inline CUstream per_thread_stream(CUstream stream) { return stream != NULL ? stream : CU_STREAM_PER_THREAD; }
+
+#define LAUNCH_GATE(stream)                                                                                         \
     do {                                                                                                            \
         if (compute_limited())                                                                                      \
-            vgpu_sm_gate(hStream, threads_of(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ));       \
+            vgpu_sm_gate(stream, threads_of(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ));        \
         note_launch();                                                                                              \
     } while (0)
 
 CUresult cuLaunchKernel(LAUNCH_PARAMETERS, void **kernelParams, void **extra) {
     __typeof__(real.cuLaunchKernel) launch = real.cuLaunchKernel;
     if (__builtin_expect(launch == NULL, 0)) return VGPU_CONFIG_REFUSED;
-    LAUNCH_GATE();
+    LAUNCH_GATE(hStream);
     return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams,
                   extra);
 }
@@ -39,7 +42,7 @@ CUresult cuLaunchKernel(LAUNCH_PARAMETERS, void **kernelParams, void **extra) {
 CUresult cuLaunchKernel_ptsz(LAUNCH_PARAMETERS, void **kernelParams, void **extra) {
     __typeof__(real.cuLaunchKernel_ptsz) launch = real.cuLaunchKernel_ptsz;
     if (__builtin_expect(launch == NULL, 0)) return VGPU_CONFIG_REFUSED;
-    LAUNCH_GATE();
+    LAUNCH_GATE(per_thread_stream(hStream));
     return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams,
                   extra);
 }
@@ -47,40 +50,36 @@ CUresult cuLaunchKernel_ptsz(LAUNCH_PARAMETERS, void **kernelParams, void **extr
 CUresult cuLaunchCooperativeKernel(LAUNCH_PARAMETERS, void **kernelParams) {
     __typeof__(real.cuLaunchCooperativeKernel) launch = real.cuLaunchCooperativeKernel;
     if (__builtin_expect(launch == NULL, 0)) return VGPU_CONFIG_REFUSED;
-    LAUNCH_GATE();
+    LAUNCH_GATE(hStream);
     return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
 }
 
 CUresult cuLaunchCooperativeKernel_ptsz(LAUNCH_PARAMETERS, void **kernelParams) {
     __typeof__(real.cuLaunchCooperativeKernel_ptsz) launch = real.cuLaunchCooperativeKernel_ptsz;
     if (__builtin_expect(launch == NULL, 0)) return VGPU_CONFIG_REFUSED;
-    LAUNCH_GATE();
+    LAUNCH_GATE(per_thread_stream(hStream));
     return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
 }
 
-static inline void gate_config(const CUlaunchConfig *config) {
+static inline void gate_config(const CUlaunchConfig *config, bool per_thread) {
     if (compute_limited() && config != NULL)
-        vgpu_sm_gate(config->hStream, threads_of(config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
-                                                 config->blockDimY, config->blockDimZ));
+        vgpu_sm_gate(per_thread ? per_thread_stream(config->hStream) : config->hStream,
+                     threads_of(config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX, config->blockDimY,
+                                config->blockDimZ));
     note_launch();
 }
 
 CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra) {
     __typeof__(real.cuLaunchKernelEx) launch = real.cuLaunchKernelEx;
     if (__builtin_expect(launch == NULL, 0)) return VGPU_CONFIG_REFUSED;
-    gate_config(config);
+    gate_config(config, false);
     return launch(config, f, kernelParams, extra);
 }
 
 CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra) {
     __typeof__(real.cuLaunchKernelEx_ptsz) launch = real.cuLaunchKernelEx_ptsz;
     if (__builtin_expect(launch == NULL, 0)) return VGPU_CONFIG_REFUSED;
-    gate_config(config);
+    gate_config(config, true);
     return launch(config, f, kernelParams, extra);
 }
 
-/* No stream capture is hooked yet: no stream is capturing. */
-bool vgpu_stream_capturing(CUstream stream) {
-    (void)stream;
-    return false;
-}

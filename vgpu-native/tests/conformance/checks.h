@@ -50,6 +50,11 @@ int check_region_rewrite_switch(int argc, char **argv);
 int check_limits_file_refused(int argc, char **argv);
 int check_partial_nvml(int argc, char **argv);
 int check_fork_while_locked(int argc, char **argv);
+int check_mock_graphs(int argc, char **argv);
+int check_graph_launch_paced(int argc, char **argv);
+int check_graph_memory(int argc, char **argv);
+int check_free_async(int argc, char **argv);
+int check_launch_wait_bounded(int argc, char **argv);
 
 int role_race_worker(int argc, char **argv);
 int role_kill_holder(int argc, char **argv);
@@ -65,5 +70,6 @@ int role_kernel_sequence(int argc, char **argv);
 int role_kernel_config(int argc, char **argv);
 int role_region_newcomer(int argc, char **argv);
 int role_fork_in_once(int argc, char **argv);
+int role_graph_launcher(int argc, char **argv);
 
 #endif

@@ -55,6 +55,11 @@ static const struct check CHECKS[] = {
     {"limits-file-refused", check_limits_file_refused},
     {"partial-nvml", check_partial_nvml},
     {"fork-while-locked", check_fork_while_locked},
+    {"mock-graphs", check_mock_graphs},
+    {"graph-launch-paced", check_graph_launch_paced},
+    {"graph-memory-counted", check_graph_memory},
+    {"free-async-when-done", check_free_async},
+    {"launch-wait-bounded", check_launch_wait_bounded},
     {"race-worker", role_race_worker},
     {"kill-holder", role_kill_holder},
     {"process-holder", role_process_holder},
@@ -69,6 +74,7 @@ static const struct check CHECKS[] = {
     {"kernel-config", role_kernel_config},
     {"region-newcomer", role_region_newcomer},
     {"fork-in-once", role_fork_in_once},
+    {"graph-launcher", role_graph_launcher},
 };
 
 int main(int argc, char **argv) {
