@@ -213,6 +213,8 @@ check region-rewrite-used-words "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" regio
 check region-rewrite-limit-words "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" region-rewrite-limit-words
 check region-rewrite-compute-switch "$P" CUDA_DEVICE_MEMORY_LIMIT=1g CUDA_DEVICE_SM_LIMIT=20 -- \
     "$BIN" region-rewrite-compute-switch
+check region-rewrite-compute-pacer "$P" CUDA_DEVICE_SM_LIMIT=20 GPU_CORE_UTILIZATION_POLICY=force -- \
+    "$BIN" region-rewrite-compute-pacer
 
 # ---- never a crash, never silently off ------------------------------------------------------------
 

@@ -274,10 +274,8 @@ static void step_container(int ordinal, struct controller_state *state, uint64_t
 static void distrust_container_pacer(int ordinal, const char *why) {
     uint32_t bit = 1U << ordinal;
     if (atomic_load(&private_devices) & bit) return;
-    /* Start where the container's controller was, when it was sane; else calibrate afresh. */
-    struct vgpu_pace *own = &private_paces[ordinal];
-    store_budget(own, controllers[ordinal].last_budget);
-    atomic_store(&own->next_ns, vgpu_now_ns());
+    /* Calibrated afresh on this process's own use: nothing the region said is carried over. */
+    memset(&private_paces[ordinal], 0, sizeof private_paces[ordinal]);
     if (atomic_fetch_or(&private_devices, bit) & bit) return;
     LOG_WARN("device %d: the container's compute pacer in %s does not hold this process to its %u%% limit (%s); this "
              "process paces itself from now on", ordinal, runtime.config->region_path, runtime.devices[ordinal].sm_limit, why);

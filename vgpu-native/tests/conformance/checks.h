@@ -47,6 +47,7 @@ int check_region_rewrite_whole(int argc, char **argv);
 int check_region_rewrite_used(int argc, char **argv);
 int check_region_rewrite_limits(int argc, char **argv);
 int check_region_rewrite_switch(int argc, char **argv);
+int check_region_rewrite_pacer(int argc, char **argv);
 int check_limits_file_refused(int argc, char **argv);
 int check_partial_nvml(int argc, char **argv);
 int check_fork_while_locked(int argc, char **argv);

@@ -52,6 +52,7 @@ static const struct check CHECKS[] = {
     {"region-rewrite-used-words", check_region_rewrite_used},
     {"region-rewrite-limit-words", check_region_rewrite_limits},
     {"region-rewrite-compute-switch", check_region_rewrite_switch},
+    {"region-rewrite-compute-pacer", check_region_rewrite_pacer},
     {"limits-file-refused", check_limits_file_refused},
     {"partial-nvml", check_partial_nvml},
     {"fork-while-locked", check_fork_while_locked},
