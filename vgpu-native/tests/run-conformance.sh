@@ -273,6 +273,7 @@ for configuration in 10 25 50 75 10x3 25x3 50x3 75x3 10+75x3 25x3+50 50+50; do
 done
 check overhead-alloc-free -- "$BIN" overhead-alloc-free
 check overhead-launch -- "$BIN" overhead-launch
+check overhead-launch-limited -- "$BIN" overhead-launch-limited
 
 if [ -s "$WORK/measurements" ]; then
     echo

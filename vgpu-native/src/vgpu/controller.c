@@ -2,8 +2,10 @@
  * The compute limit (CUDA_DEVICE_SM_LIMIT) and the housekeeping thread.
  *
  * Actuator: a pacer per device (struct vgpu_pace). Each launch costs (threads in the launch) x budget
- * wall-clock nanoseconds; launches are admitted at that rate (a generic cell-rate algorithm: one atomic
- * add, one compare-and-swap, a sleep only when ahead of the budget, a small burst allowance after idling).
+ * wall-clock nanoseconds; launches are admitted at that rate (a generic cell-rate algorithm: one
+ * compare-and-swap against the coarse monotonic clock, the precise clock and a sleep only when ahead of
+ * the budget, a small burst allowance after idling). Threads launched are counted only until the
+ * first measurement has calibrated the budget.
  * The pacer lives in the container's shared region, so all processes of a container draw from the same
  * budget: the container is paced as one whatever its number of processes, and a process that starts in
  * a container already calibrated is paced from its first launch.
@@ -34,6 +36,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "vgpu/pacer.h"
 #include "vgpu/vgpu.h"
 
 #define TICK_NS 100000000ULL                /* controller period and measurement window */
@@ -41,36 +44,30 @@
 #define STEP_MIN_US (TICK_US * 4 / 5)       /* a container's steps are at least this far apart */
 #define STEP_MAX_US 1000000ULL              /* a longer window (no process was stepping) is not measured */
 #define HOUSEKEEPING_NS 1000000000ULL       /* reaping dead processes, last-kernel time */
-#define BURST_NS 2000000ULL                 /* budget an idle container may spend at once */
 #define BLIND_TICKS_BEFORE_FALLBACK 3
 #define GUARD_POINTS 3.0
 #define GUARD_TICKS 10
-#define MAX_BUDGET_NS 1e9                   /* per thread: no controller writes more */
 #define MIN_FACTOR 0.5                      /* per step: at most twice as fast... */
 #define MAX_FACTOR 4.0                      /* ...and at most four times slower (over the limit is worse) */
+#define MIN_BUDGET_NS 1e-12                 /* per thread: a budget never reaches 0, which means "not calibrated" */
 
 struct controller_state {
     nvmlDevice_t handle;
     unsigned blind_ticks;
     bool device_fallback;
     uint64_t own_since_us;  /* start of this process's own measurement window */
-    uint64_t units_seen;    /* the pacer's units at the last tick, for "launched but not measurable" */
+    uint64_t activity_seen; /* the pacer's units and bucket at the last tick, for "launched but not measurable" */
     unsigned over_ticks;    /* own windows in a row above the limit while the container's pacer had a budget */
     double last_budget;     /* the container's budget at the last tick, when it was one a controller wrote */
 };
 
 static struct controller_state controllers[VGPU_MAX_DEVICES];
-static struct vgpu_pace private_paces[VGPU_MAX_DEVICES];
-static _Atomic uint32_t private_devices; /* one bit per ordinal: paced on private_paces */
+struct vgpu_pace vgpu_private_paces[VGPU_MAX_DEVICES];
+_Atomic uint32_t vgpu_private_devices;
 
 _Atomic int vgpu_capturing_streams;
 
-static double load_budget(const struct vgpu_pace *pace) {
-    uint64_t bits = atomic_load_explicit(&pace->budget_bits, memory_order_relaxed);
-    double value;
-    memcpy(&value, &bits, sizeof value);
-    return value;
-}
+static double load_budget(const struct vgpu_pace *pace) { return vgpu_pace_budget(pace); }
 
 static void store_budget(struct vgpu_pace *pace, double value) {
     uint64_t bits;
@@ -78,7 +75,12 @@ static void store_budget(struct vgpu_pace *pace, double value) {
     atomic_store_explicit(&pace->budget_bits, bits, memory_order_relaxed);
 }
 
-static bool budget_sane(double budget) { return budget >= 0 && budget <= MAX_BUDGET_NS; }
+static bool budget_sane(double budget) { return budget >= 0 && budget <= VGPU_MAX_BUDGET_NS; }
+
+/* What a controller writes stays within what the pacer and the guard accept as a budget. */
+static double clamp_budget(double budget) {
+    return budget > VGPU_MAX_BUDGET_NS ? VGPU_MAX_BUDGET_NS : budget < MIN_BUDGET_NS ? MIN_BUDGET_NS : budget;
+}
 
 static void raise_to(_Atomic uint64_t *word, uint64_t value) {
     uint64_t current = atomic_load_explicit(word, memory_order_relaxed);
@@ -101,42 +103,34 @@ void vgpu_set_host_pid(pid_t host_pid) {
 
 static void distrust_container_pacer(int ordinal, const char *why);
 
-static inline struct vgpu_pace *pace_of(int ordinal) {
-    return (atomic_load_explicit(&private_devices, memory_order_relaxed) >> ordinal) & 1U
-               ? &private_paces[ordinal]
-               : &runtime.region->devices[ordinal].pace;
+void vgpu_pace_hold(struct vgpu_pace *pace, int ordinal, uint64_t start) {
+    uint64_t now = vgpu_now_ns();
+    if (start <= now) return;
+    atomic_fetch_add_explicit(&pace->waits, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&runtime.region->devices[ordinal].throttled_ns, start - now, memory_order_relaxed);
+    vgpu_sleep_until_ns(start);
 }
 
 static void admit(struct vgpu_pace *pace, int ordinal, uint64_t units) {
-    atomic_fetch_add_explicit(&pace->units, units, memory_order_relaxed);
     double budget = load_budget(pace);
-    if (__builtin_expect(!(budget > 0 && budget <= MAX_BUDGET_NS), 0)) {
+    if (__builtin_expect(!(budget > 0 && budget <= VGPU_MAX_BUDGET_NS), 0)) {
         if (budget != 0) { /* NaN, negative, absurd: written by something other than a controller */
             distrust_container_pacer(ordinal, "its budget is not one a controller wrote");
             return;
         }
-        /* Not calibrated yet: launches pass; the first measurement makes the container pay them back
-         * from the time of the first one. */
+        /* Not calibrated yet: launches pass, counted for the calibration; the first measurement makes the
+         * container pay them back from the time of the first one. */
+        atomic_fetch_add_explicit(&pace->units, units, memory_order_relaxed);
+        if (!atomic_load_explicit(&pace->launched, memory_order_relaxed))
+            atomic_store_explicit(&pace->launched, 1, memory_order_relaxed);
         if (atomic_load_explicit(&pace->origin_ns, memory_order_relaxed) == 0) {
             uint64_t none = 0;
             atomic_compare_exchange_strong(&pace->origin_ns, &none, vgpu_now_ns());
         }
         return;
     }
-    double wanted = (double)units * budget;
-    uint64_t cost = wanted < (double)VGPU_MAX_LAUNCH_WAIT_NS ? (uint64_t)wanted : VGPU_MAX_LAUNCH_WAIT_NS;
-    uint64_t now = vgpu_now_ns(), floor = now > BURST_NS ? now - BURST_NS : 0, latest = now + VGPU_MAX_LAUNCH_WAIT_NS;
-    uint64_t next = atomic_load_explicit(&pace->next_ns, memory_order_relaxed), start;
-    do {
-        start = next > floor ? next : floor;
-        if (start > latest) start = latest; /* never a longer wait: the debt beyond it is forgiven */
-    } while (!atomic_compare_exchange_weak_explicit(&pace->next_ns, &next, start + cost, memory_order_relaxed,
-                                                    memory_order_relaxed));
-    if (start > now) {
-        atomic_fetch_add_explicit(&pace->waits, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&runtime.region->devices[ordinal].throttled_ns, start - now, memory_order_relaxed);
-        vgpu_sleep_until_ns(start);
-    }
+    uint64_t now, start = vgpu_pace_reserve(pace, budget, units, &now);
+    if (start > now) vgpu_pace_hold(pace, ordinal, start);
 }
 
 void vgpu_sm_gate(CUstream stream, uint64_t units) {
@@ -150,7 +144,7 @@ void vgpu_sm_gate(CUstream stream, uint64_t units) {
     if (__builtin_expect(atomic_load_explicit(&vgpu_capturing_streams, memory_order_relaxed) > 0, 0) &&
         vgpu_stream_capturing(stream))
         return;
-    admit(pace_of(ordinal), ordinal, units);
+    admit(vgpu_pace_of(ordinal), ordinal, units);
 }
 
 /* ---- measurement --------------------------------------------------------------------------- */
@@ -226,7 +220,7 @@ static void steer(struct vgpu_pace *pace, int ordinal, double utilization, uint6
         if (launched == 0 || utilization <= 0) return;
         /* Calibrate: GPU time per thread launched, spread so that it fills `target` of wall time. */
         double used_ns = utilization * (double)window_ns;
-        store_budget(pace, used_ns / (double)launched / target);
+        store_budget(pace, clamp_budget(used_ns / (double)launched / target));
         /* What the container used before it was paced is paid back: nothing more runs until its
          * average since the first launch is back at the target (at most one launch's longest wait). */
         uint64_t origin = atomic_load(&pace->origin_ns);
@@ -243,7 +237,7 @@ static void steer(struct vgpu_pace *pace, int ordinal, double utilization, uint6
     if (ratio > 1.0 || waited > 0) {
         double factor = sqrt(ratio > 0 ? ratio : 0.01); /* (u / target)^0.5 */
         factor = factor < MIN_FACTOR ? MIN_FACTOR : factor > MAX_FACTOR ? MAX_FACTOR : factor;
-        store_budget(pace, budget * factor);
+        store_budget(pace, clamp_budget(budget * factor));
     }
 }
 
@@ -256,11 +250,12 @@ static void step_container(int ordinal, struct controller_state *state, uint64_t
     uint64_t units = atomic_load(&pace->units), waits = atomic_load(&pace->waits);
     uint64_t launched = units - atomic_exchange(&pace->units_seen, units);
     uint64_t waited = waits - atomic_exchange(&pace->waits_seen, waits);
+    bool active = atomic_exchange(&pace->launched, 0) != 0; /* some process launched in the window */
     if (last == 0 || last > now_us || now_us - last > STEP_MAX_US) return; /* the first window starts now */
     double own = -1;
     double utilization = state->device_fallback ? device_utilization(state->handle)
                                                 : utilization_since(state->handle, last, &own);
-    if (utilization < 0 && launched > 0 && !state->device_fallback && ++state->blind_ticks >= BLIND_TICKS_BEFORE_FALLBACK) {
+    if (utilization < 0 && active && !state->device_fallback && ++state->blind_ticks >= BLIND_TICKS_BEFORE_FALLBACK) {
         state->device_fallback = true;
         LOG_WARN("device %d: NVML reports no utilization for this container's pids; limiting on whole-device utilization",
                  ordinal);
@@ -273,10 +268,10 @@ static void step_container(int ordinal, struct controller_state *state, uint64_t
 
 static void distrust_container_pacer(int ordinal, const char *why) {
     uint32_t bit = 1U << ordinal;
-    if (atomic_load(&private_devices) & bit) return;
+    if (atomic_load(&vgpu_private_devices) & bit) return;
     /* Calibrated afresh on this process's own use: nothing the region said is carried over. */
-    memset(&private_paces[ordinal], 0, sizeof private_paces[ordinal]);
-    if (atomic_fetch_or(&private_devices, bit) & bit) return;
+    memset(&vgpu_private_paces[ordinal], 0, sizeof vgpu_private_paces[ordinal]);
+    if (atomic_fetch_or(&vgpu_private_devices, bit) & bit) return;
     LOG_WARN("device %d: the container's compute pacer in %s does not hold this process to its %u%% limit (%s); this "
              "process paces itself from now on", ordinal, runtime.config->region_path, runtime.devices[ordinal].sm_limit, why);
 }
@@ -294,8 +289,8 @@ static void watch_own_share(int ordinal, struct controller_state *state, uint64_
     if (own < 0) return;
     struct vgpu_region_slot *slot = vgpu_own_slot();
     if (slot != NULL) atomic_store(&slot->devices[ordinal].sm_util_permille, (uint32_t)(own * 1000.0 + 0.5));
-    if (atomic_load(&private_devices) & (1U << ordinal)) {
-        struct vgpu_pace *pace = &private_paces[ordinal];
+    if (atomic_load(&vgpu_private_devices) & (1U << ordinal)) {
+        struct vgpu_pace *pace = &vgpu_private_paces[ordinal];
         uint64_t units = atomic_load(&pace->units), waits = atomic_load(&pace->waits);
         uint64_t launched = units - atomic_exchange(&pace->units_seen, units);
         uint64_t waited = waits - atomic_exchange(&pace->waits_seen, waits);
@@ -319,15 +314,16 @@ static void watch_own_share(int ordinal, struct controller_state *state, uint64_
 static void control(int ordinal, uint64_t now_us, uint64_t now_ns) {
     struct controller_state *state = &controllers[ordinal];
     if (state->handle == NULL) state->handle = vgpu_nvml_handle_of(ordinal);
-    uint64_t units = atomic_load(&pace_of(ordinal)->units);
-    bool launched = units != state->units_seen;
-    state->units_seen = units;
+    const struct vgpu_pace *pace = vgpu_pace_of(ordinal);
+    uint64_t activity = atomic_load(&pace->units) + atomic_load(&pace->next_ns); /* either moves with every launch */
+    bool launched = activity != state->activity_seen;
+    state->activity_seen = activity;
     if (state->handle == NULL && launched) report_unmeasurable(ordinal, "NVML cannot find the device");
     if (real.nvmlDeviceGetProcessUtilization == NULL && real.nvmlDeviceGetUtilizationRates == NULL && launched)
         report_unmeasurable(ordinal, "NVML has neither nvmlDeviceGetProcessUtilization nor nvmlDeviceGetUtilizationRates");
     if (state->handle == NULL || !limiting_enabled()) return;
     watch_own_share(ordinal, state, now_us, now_ns);
-    if (!(atomic_load(&private_devices) & (1U << ordinal))) step_container(ordinal, state, now_us, now_ns);
+    if (!(atomic_load(&vgpu_private_devices) & (1U << ordinal))) step_container(ordinal, state, now_us, now_ns);
 }
 
 /* ---- housekeeping thread ------------------------------------------------------------------- */

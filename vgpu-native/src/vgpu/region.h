@@ -65,6 +65,7 @@ struct vgpu_pace {
     _Atomic uint64_t step_us;          /* 48: CLOCK_REALTIME us of the last controller step (its lease) */
     _Atomic uint64_t origin_ns;        /* 56: first launch before calibration (CLOCK_MONOTONIC), 0 = none */
     _Atomic uint64_t hold_until_ns;    /* 64: start-up debt paid back until here; the budget is held till then */
+    _Atomic uint64_t launched;         /* 72: 1 once a launch was paced since the last controller step */
 };
 
 struct vgpu_region_device {
@@ -80,7 +81,7 @@ struct vgpu_region_device {
     _Atomic uint64_t throttled_ns;     /* 144: total time launches were held back */
     _Atomic uint64_t context_bytes;    /* 152: memory the last context created on this device took */
     struct vgpu_pace pace;             /* 160: the container's compute pacer */
-    uint8_t reserved[256 - 232];       /* 232 */
+    uint8_t reserved[256 - 240];       /* 240 */
 };
 
 struct vgpu_region_slot_device {
@@ -115,7 +116,7 @@ _Static_assert(offsetof(struct vgpu_region_header, limits_source) == 80, "region
 _Static_assert(offsetof(struct vgpu_region_device, memory_used) == 112, "region device layout");
 _Static_assert(offsetof(struct vgpu_region_device, throttled_ns) == 144, "region device layout");
 _Static_assert(offsetof(struct vgpu_region_device, context_bytes) == 152, "region device layout");
-_Static_assert(offsetof(struct vgpu_region_device, pace) == 160 && sizeof(struct vgpu_pace) == 72, "region device layout");
+_Static_assert(offsetof(struct vgpu_region_device, pace) == 160 && sizeof(struct vgpu_pace) == 80, "region device layout");
 _Static_assert(offsetof(struct vgpu_region_slot, devices) == 64, "region slot layout");
 _Static_assert(offsetof(struct vgpu_region, devices) == 4096, "region device table offset");
 _Static_assert(offsetof(struct vgpu_region, slots) == 8192, "region slot table offset");
