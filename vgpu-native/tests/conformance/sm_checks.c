@@ -18,14 +18,14 @@
 #include "mock/reference_kernels.h"
 #include "mock/state.h"
 
-#define SETTLE_NS 1500000000ULL
-#define MEASURE_WINDOWS 8
+#define SETTLE_NS 1000000000ULL
+#define MEASURE_WINDOWS 7
 #define WINDOW_NS 500000000ULL
 #define TOLERANCE_POINTS 3.0
 #define MAX_CONTAINERS 2
 #define MAX_PROCESSES 4
 
-#define IN_FLIGHT 16
+#define IN_FLIGHT 48
 
 /* Launches kernels forever. A limited process keeps up to IN_FLIGHT of them queued (it waits for the
  * one launched IN_FLIGHT before), so its own scheduling delays never leave the device idle: only the
