@@ -114,6 +114,14 @@ static struct mock_graph_allocation *allocations;
 #define LOCK() pthread_mutex_lock(&mock_driver.graph_lock)
 #define UNLOCK() pthread_mutex_unlock(&mock_driver.graph_lock)
 
+/* Takes item out of the list at head, linked through ->next. */
+#define UNLINK(head, item)                                                                \
+    for (__typeof__(item) *link_ = &(head); *link_ != NULL; link_ = &(*link_)->next)      \
+        if (*link_ == (item)) {                                                           \
+            *link_ = (item)->next;                                                        \
+            break;                                                                        \
+        }
+
 static struct mock_graph *graph_of(CUgraph handle) {
     struct mock_graph *graph = (struct mock_graph *)handle;
     return graph != NULL && graph->magic == MOCK_GRAPH_MAGIC ? graph : NULL;
@@ -122,6 +130,11 @@ static struct mock_graph *graph_of(CUgraph handle) {
 static struct mock_graph_node *node_of(CUgraphNode handle) {
     struct mock_graph_node *node = (struct mock_graph_node *)handle;
     return node != NULL && node->magic == MOCK_GRAPH_NODE_MAGIC ? node : NULL;
+}
+
+static const struct mock_graph_node *node_of_type(CUgraphNode handle, CUgraphNodeType type) {
+    const struct mock_graph_node *node = node_of(handle);
+    return node != NULL && node->type == type ? node : NULL;
 }
 
 static struct mock_graph_exec *exec_of(CUgraphExec handle) {
@@ -133,11 +146,7 @@ static struct mock_graph_exec *exec_of(CUgraphExec handle) {
 
 static void allocation_unreference(struct mock_graph_allocation *allocation) {
     if (allocation == NULL || --allocation->references > 0) return;
-    for (struct mock_graph_allocation **link = &allocations; *link != NULL; link = &(*link)->next)
-        if (*link == allocation) {
-            *link = allocation->next;
-            break;
-        }
+    UNLINK(allocations, allocation);
     munmap((void *)(uintptr_t)allocation->base, allocation->mapped_size);
     free(allocation);
 }
@@ -291,11 +300,7 @@ static struct mock_graph *graph_new(struct mock_context *context) {
 
 /* Caller holds graph_lock. */
 static void graph_destroy_locked(struct mock_graph *graph) {
-    for (struct mock_graph **link = &graphs; *link != NULL; link = &(*link)->next)
-        if (*link == graph) {
-            *link = graph->next;
-            break;
-        }
+    UNLINK(graphs, graph);
     for (size_t i = 0; i < graph->count; i++) {
         node_release(graph->nodes[i]);
         graph->nodes[i]->magic = MOCK_DEAD_MAGIC;
@@ -348,6 +353,9 @@ static CUresult add_node(struct mock_graph *graph, const CUgraphNode *dependenci
     return CUDA_SUCCESS;
 }
 
+/* A node made from the caller's parameters (its resources taken), not in a graph yet. */
+typedef CUresult (*node_maker)(const void *parameters, struct mock_graph_node **node);
+
 /* Adds a prepared node (its own resources already taken) or releases it on failure. */
 static CUresult insert(CUgraphNode *out, struct mock_graph *graph, const CUgraphNode *dependencies, size_t count,
                        struct mock_graph_node *node) {
@@ -394,14 +402,24 @@ static CUresult make_kernel_node(const CUDA_KERNEL_NODE_PARAMS_v2 *params, struc
     return CUDA_SUCCESS;
 }
 
-static CUresult add_kernel_node(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
-                                size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS_v2 *params) {
+/* What the cuGraphAdd*Node functions share: checks, makes the node, adds it after its dependencies. */
+static CUresult add_made_node(CUgraphNode *out, CUgraph hGraph, const CUgraphNode *dependencies, size_t count,
+                              node_maker make, const void *parameters) {
     MOCK_REQUIRE_INIT();
     struct mock_graph *graph = graph_of(hGraph);
-    if (phGraphNode == NULL || graph == NULL || params == NULL) return CUDA_ERROR_INVALID_VALUE;
+    if (out == NULL || graph == NULL || parameters == NULL) return CUDA_ERROR_INVALID_VALUE;
     struct mock_graph_node *node = NULL;
-    CUresult result = make_kernel_node(params, &node);
-    return result == CUDA_SUCCESS ? insert(phGraphNode, graph, dependencies, numDependencies, node) : result;
+    CUresult result = make(parameters, &node);
+    return result == CUDA_SUCCESS ? insert(out, graph, dependencies, count, node) : result;
+}
+
+static CUresult make_kernel_node_from(const void *parameters, struct mock_graph_node **node) {
+    return make_kernel_node(parameters, node);
+}
+
+static CUresult add_kernel_node(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS_v2 *params) {
+    return add_made_node(phGraphNode, hGraph, dependencies, numDependencies, make_kernel_node_from, params);
 }
 
 static CUDA_KERNEL_NODE_PARAMS_v2 kernel_params_v2(const CUDA_KERNEL_NODE_PARAMS_v1 *p) {
@@ -425,8 +443,8 @@ CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, const
  * kernels run no code, so the mock keeps no values for them and returns NULL). */
 static CUresult kernel_node_params(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS_v2 *out) {
     MOCK_REQUIRE_INIT();
-    const struct mock_graph_node *node = node_of(hNode);
-    if (node == NULL || out == NULL || node->type != CU_GRAPH_NODE_TYPE_KERNEL) return CUDA_ERROR_INVALID_VALUE;
+    const struct mock_graph_node *node = node_of_type(hNode, CU_GRAPH_NODE_TYPE_KERNEL);
+    if (node == NULL || out == NULL) return CUDA_ERROR_INVALID_VALUE;
     const struct mock_kernel_geometry *g = &node->u.kernel.geometry;
     *out = (CUDA_KERNEL_NODE_PARAMS_v2){
         node->u.kernel.kernel == NULL ? (CUfunction)node->u.kernel.function : NULL,
@@ -452,21 +470,17 @@ CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAM
     return kernel_node_params(hNode, nodeParams);
 }
 
-static CUresult add_plain_node(CUgraphNode *out, CUgraph hGraph, const CUgraphNode *dependencies, size_t count,
-                               struct mock_graph_node prototype) {
-    MOCK_REQUIRE_INIT();
-    struct mock_graph *graph = graph_of(hGraph);
-    if (out == NULL || graph == NULL) return CUDA_ERROR_INVALID_VALUE;
-    struct mock_graph_node *node = malloc(sizeof *node);
-    if (node == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
-    *node = prototype;
-    return insert(out, graph, dependencies, count, node);
+static CUresult make_empty_node(const void *unused, struct mock_graph_node **node) {
+    (void)unused;
+    *node = calloc(1, sizeof **node);
+    if (*node == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+    (*node)->type = CU_GRAPH_NODE_TYPE_EMPTY;
+    return CUDA_SUCCESS;
 }
 
 CUresult cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
                              size_t numDependencies) {
-    return add_plain_node(phGraphNode, hGraph, dependencies, numDependencies,
-                          (struct mock_graph_node){.type = CU_GRAPH_NODE_TYPE_EMPTY});
+    return add_made_node(phGraphNode, hGraph, dependencies, numDependencies, make_empty_node, "");
 }
 
 /* The allocation's address space, reserved for as long as anything refers to the allocation. */
@@ -512,20 +526,19 @@ static CUresult make_alloc_node(CUDA_MEM_ALLOC_NODE_PARAMS *params, struct mock_
     return CUDA_SUCCESS;
 }
 
+static CUresult make_alloc_node_from(const void *parameters, struct mock_graph_node **node) {
+    return make_alloc_node((CUDA_MEM_ALLOC_NODE_PARAMS *)parameters, node); /* dptr is written back */
+}
+
 CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
                                 size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams) {
-    MOCK_REQUIRE_INIT();
-    struct mock_graph *graph = graph_of(hGraph);
-    if (phGraphNode == NULL || graph == NULL || nodeParams == NULL) return CUDA_ERROR_INVALID_VALUE;
-    struct mock_graph_node *node = NULL;
-    CUresult result = make_alloc_node(nodeParams, &node);
-    return result == CUDA_SUCCESS ? insert(phGraphNode, graph, dependencies, numDependencies, node) : result;
+    return add_made_node(phGraphNode, hGraph, dependencies, numDependencies, make_alloc_node_from, nodeParams);
 }
 
 CUresult cuGraphMemAllocNodeGetParams(CUgraphNode hNode, CUDA_MEM_ALLOC_NODE_PARAMS *params_out) {
     MOCK_REQUIRE_INIT();
-    const struct mock_graph_node *node = node_of(hNode);
-    if (node == NULL || params_out == NULL || node->type != CU_GRAPH_NODE_TYPE_MEM_ALLOC) return CUDA_ERROR_INVALID_VALUE;
+    const struct mock_graph_node *node = node_of_type(hNode, CU_GRAPH_NODE_TYPE_MEM_ALLOC);
+    if (node == NULL || params_out == NULL) return CUDA_ERROR_INVALID_VALUE;
     *params_out = node->u.alloc.params;
     return CUDA_SUCCESS;
 }
@@ -548,20 +561,19 @@ static CUresult make_free_node(CUdeviceptr pointer, struct mock_graph_node **out
     return CUDA_SUCCESS;
 }
 
+static CUresult make_free_node_from(const void *parameters, struct mock_graph_node **node) {
+    return make_free_node(*(const CUdeviceptr *)parameters, node);
+}
+
 CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
                                size_t numDependencies, CUdeviceptr dptr) {
-    MOCK_REQUIRE_INIT();
-    struct mock_graph *graph = graph_of(hGraph);
-    if (phGraphNode == NULL || graph == NULL) return CUDA_ERROR_INVALID_VALUE;
-    struct mock_graph_node *node = NULL;
-    CUresult result = make_free_node(dptr, &node);
-    return result == CUDA_SUCCESS ? insert(phGraphNode, graph, dependencies, numDependencies, node) : result;
+    return add_made_node(phGraphNode, hGraph, dependencies, numDependencies, make_free_node_from, &dptr);
 }
 
 CUresult cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr *dptr_out) {
     MOCK_REQUIRE_INIT();
-    const struct mock_graph_node *node = node_of(hNode);
-    if (node == NULL || dptr_out == NULL || node->type != CU_GRAPH_NODE_TYPE_MEM_FREE) return CUDA_ERROR_INVALID_VALUE;
+    const struct mock_graph_node *node = node_of_type(hNode, CU_GRAPH_NODE_TYPE_MEM_FREE);
+    if (node == NULL || dptr_out == NULL) return CUDA_ERROR_INVALID_VALUE;
     *dptr_out = node->u.release.allocation->base;
     return CUDA_SUCCESS;
 }
@@ -606,11 +618,7 @@ CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type) {
 /* ---- executable graphs ------------------------------------------------------------------------ */
 
 static void exec_destroy_locked(struct mock_graph_exec *exec) {
-    for (struct mock_graph_exec **link = &execs; *link != NULL; link = &(*link)->next)
-        if (*link == exec) {
-            *link = exec->next;
-            break;
-        }
+    UNLINK(execs, exec);
     for (size_t i = 0; i < exec->count; i++) {
         struct mock_graph_node *step = &exec->steps[i];
         if (step->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) step->u.alloc.allocation->exec = NULL;
@@ -989,31 +997,26 @@ CUresult mock_capture_free(struct mock_stream *stream, CUdeviceptr pointer) {
     return result == CUDA_SUCCESS ? record(stream, node) : result;
 }
 
+/* Records a node that owns nothing: a copy of prototype. */
+static CUresult record_plain(struct mock_stream *stream, struct mock_graph_node prototype) {
+    struct mock_graph_node *node = malloc(sizeof *node);
+    if (node == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+    *node = prototype;
+    return record(stream, node);
+}
+
 CUresult mock_capture_copy(struct mock_stream *stream, void *destination, const void *source, size_t bytes,
                            bool destination_is_device, bool source_is_device) {
     if (bytes > 0 && (destination == NULL || source == NULL)) return CUDA_ERROR_INVALID_VALUE;
-    struct mock_graph_node *node = calloc(1, sizeof *node);
-    if (node == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
-    node->type = CU_GRAPH_NODE_TYPE_MEMCPY;
-    node->u.copy.destination = destination;
-    node->u.copy.source = source;
-    node->u.copy.bytes = bytes;
-    node->u.copy.destination_is_device = destination_is_device;
-    node->u.copy.source_is_device = source_is_device;
-    return record(stream, node);
+    return record_plain(stream, (struct mock_graph_node){
+                                    .type = CU_GRAPH_NODE_TYPE_MEMCPY,
+                                    .u.copy = {destination, source, bytes, destination_is_device, source_is_device}});
 }
 
 CUresult mock_capture_fill(struct mock_stream *stream, CUdeviceptr destination, size_t pitch, unsigned value,
                            size_t element_bytes, size_t width, size_t height) {
     if (pitch < width * element_bytes || destination % element_bytes != 0) return CUDA_ERROR_INVALID_VALUE;
-    struct mock_graph_node *node = calloc(1, sizeof *node);
-    if (node == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
-    node->type = CU_GRAPH_NODE_TYPE_MEMSET;
-    node->u.fill.destination = destination;
-    node->u.fill.pitch = pitch;
-    node->u.fill.value = value;
-    node->u.fill.element_bytes = element_bytes;
-    node->u.fill.width = width;
-    node->u.fill.height = height;
-    return record(stream, node);
+    return record_plain(stream, (struct mock_graph_node){
+                                    .type = CU_GRAPH_NODE_TYPE_MEMSET,
+                                    .u.fill = {destination, pitch, element_bytes, width, height, value}});
 }

@@ -78,6 +78,14 @@ static int captured_vector_add(CUfunction add, CUstream stream, float *a, float 
     return 0;
 }
 
+/* The primary context current, the spin kernel, and a stream of its own. */
+static int spin_and_stream(CUfunction *spin, CUstream *stream) {
+    CUcontext context;
+    if (setup_primary_context(&context) || load_reference_kernel(spin, MOCK_SPIN_KERNEL)) return 1;
+    CU_OK(cuStreamCreate(stream, CU_STREAM_NON_BLOCKING));
+    return 0;
+}
+
 static int vector_add_matches(const float *a, const float *b, const float *c) {
     for (int i = 0; i < ELEMENTS; i++)
         if (c[i] != a[i] + b[i]) return i;
@@ -87,12 +95,9 @@ static int vector_add_matches(const float *a, const float *b, const float *c) {
 /* The mock's graph API without libvgpu. */
 int check_mock_graphs(int argc, char **argv) {
     (void)argc, (void)argv;
-    CUcontext context;
-    if (setup_primary_context(&context)) return 1;
     CUfunction add, spin;
-    if (load_reference_kernel(&add, MOCK_VECTOR_ADD_KERNEL) || load_reference_kernel(&spin, MOCK_SPIN_KERNEL)) return 1;
     CUstream stream;
-    CU_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    if (spin_and_stream(&spin, &stream) || load_reference_kernel(&add, MOCK_VECTOR_ADD_KERNEL)) return 1;
 
     /* Captured data path: runs, computes, and computes again on new inputs. */
     static float a[ELEMENTS], b[ELEMENTS], c[ELEMENTS];
@@ -243,12 +248,9 @@ int check_mock_graphs(int argc, char **argv) {
 /* Launches graphs of 1-4 spin kernels of 10-200 us on 1-2000 blocks, picked at random, forever. */
 int role_graph_launcher(int argc, char **argv) {
     (void)argc, (void)argv;
-    CUcontext context;
-    if (setup_primary_context(&context)) return 1;
     CUfunction spin;
-    if (load_reference_kernel(&spin, MOCK_SPIN_KERNEL)) return 1;
     CUstream stream;
-    CU_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    if (spin_and_stream(&spin, &stream)) return 1;
     unsigned seed = (unsigned)getpid();
     CUgraphExec execs[PACED_GRAPHS];
     for (int g = 0; g < PACED_GRAPHS; g++) {
@@ -278,15 +280,11 @@ int check_graph_launch_paced(int argc, char **argv) {
     (void)argc, (void)argv;
     int percent = atoi(getenv("CUDA_DEVICE_SM_LIMIT"));
     pid_t launcher = spawn_self("graph-launcher", NULL);
-    struct mock_state *state = mock_state_for_tests();
-    EXPECT(state != NULL, "mock state readable");
     uint64_t start = vgpu_now_ns(), from = start + 1500000000ULL, to = from + 2000000000ULL;
     vgpu_sleep_until_ns(to + 2 * MOCK_BUCKET_NS);
-    int slot = mock_slot_of(state, launcher);
-    uint64_t busy = slot >= 0 ? mock_timeline_busy_ns(&state->processes[slot].devices[0].timeline, from, to) : 0;
+    double share = device_share_of(launcher, from, to);
     kill(launcher, SIGKILL);
     int status = wait_child(launcher);
-    double share = 100.0 * (double)busy / (double)(to - from);
     fprintf(stderr, "  graphs of 1-4 kernels under a %d%% limit: %.1f%% of the device\n", percent, share);
     EXPECT(status == 128 + SIGKILL, "the launcher ran until stopped (%d)", status);
     EXPECT(share >= percent - 3.0 && share <= percent + 3.0, "graph launches used %.1f%% of the device under a %d%% limit",
@@ -380,12 +378,9 @@ int check_graph_memory(int argc, char **argv) {
 
 int check_free_async(int argc, char **argv) {
     (void)argc, (void)argv;
-    CUcontext context;
-    if (setup_primary_context(&context)) return 1;
     CUfunction spin;
-    if (load_reference_kernel(&spin, MOCK_SPIN_KERNEL)) return 1;
     CUstream stream;
-    CU_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    if (spin_and_stream(&spin, &stream)) return 1;
     uint64_t base = 0, used = 0;
     if (used_view(&base)) return 1;
     CUdeviceptr block = 0, other = 0;

@@ -187,11 +187,8 @@ int check_region_rewrite_switch(int argc, char **argv) {
     }
     CU_OK(cuCtxSynchronize());
     vgpu_sleep_ns(3 * MOCK_BUCKET_NS);
-    struct mock_state *state = mock_state_for_tests();
-    int slot = state != NULL ? mock_slot_of(state, getpid()) : -1;
-    EXPECT(slot >= 0, "this process is in the mock state");
-    uint64_t from = start + 1500000000ULL, to = start + 2500000000ULL;
-    double share = 100.0 * (double)mock_timeline_busy_ns(&state->processes[slot].devices[0].timeline, from, to) / (double)(to - from);
+    double share = device_share_of(getpid(), start + 1500000000ULL, start + 2500000000ULL);
+    EXPECT(share >= 0, "this process is in the mock state");
     fprintf(stderr, "  compute switch cleared: %.1f%% of the device under a %d%% limit\n", share, percent);
     EXPECT(share <= percent + 8.0, "with the switch cleared the process used %.1f%% of the device, limit %d%%", share, percent);
     return 0;
@@ -244,11 +241,8 @@ int check_region_rewrite_pacer(int argc, char **argv) {
     CU_OK(cuCtxSynchronize());
     if (log_capture_end(&capture)) return 1;
     vgpu_sleep_ns(3 * MOCK_BUCKET_NS);
-    struct mock_state *state = mock_state_for_tests();
-    int slot = state != NULL ? mock_slot_of(state, getpid()) : -1;
-    EXPECT(slot >= 0, "this process is in the mock state");
-    uint64_t from = start + 2000000000ULL, to = start + 3000000000ULL;
-    double share = 100.0 * (double)mock_timeline_busy_ns(&state->processes[slot].devices[0].timeline, from, to) / (double)(to - from);
+    double share = device_share_of(getpid(), start + 2000000000ULL, start + 3000000000ULL);
+    EXPECT(share >= 0, "this process is in the mock state");
     fprintf(stderr, "  pacer's budget and bucket rewritten every 100 us: %.1f%% of the device under a %d%% limit; %s", share, percent,
             capture.text);
     EXPECT(lines_containing(capture.text, "this process paces itself") == 1, "one line says so: %s", capture.text);
