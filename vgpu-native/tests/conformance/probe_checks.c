@@ -371,7 +371,7 @@ int check_probe_spawn(int argc, char **argv) {
 int check_probe_escape(int argc, char **argv) {
     (void)argc, (void)argv;
     struct probe probe;
-    const char *ops[] = {"alloc:3000Mi", "escape:3000Mi", "info", "nvml", "escape:1Gi@0", NULL};
+    const char *ops[] = {"alloc:3000Mi", "escape:3000Mi", "info", "nvml", "escape:1Gi@0", "overbook:900Mi", "info", NULL};
     if (probe_start(&probe, limited_environment(), ops) || probe_wait(&probe, 30)) return 1;
     const char *expected[] = {
         "{\"op\":\"alloc\",\"sizeMiB\":3000,\"ordinal\":0,\"result\":2}",
@@ -379,6 +379,10 @@ int check_probe_escape(int argc, char **argv) {
         "{\"op\":\"info\",\"result\":0,\"devices\":[{\"ordinal\":0,\"uuid\":\"" UUID0 "\",\"totalMiB\":1024,\"freeMiB\":960}]}",
         "{\"op\":\"nvml\",\"result\":0,\"devices\":[{\"index\":0,\"uuid\":\"" UUID0 "\",\"totalMiB\":1024,\"usedMiB\":64}]}",
         "{\"op\":\"escape\",\"sizeMiB\":1024,\"result\":0}",
+        /* overbook writes the container's account in its region, which the driver view reads back; NVML's
+         * per-process figure below does not change */
+        "{\"op\":\"overbook\",\"sizeMiB\":900,\"ordinal\":0,\"result\":0}",
+        "{\"op\":\"info\",\"result\":0,\"devices\":[{\"ordinal\":0,\"uuid\":\"" UUID0 "\",\"totalMiB\":1024,\"freeMiB\":124}]}",
         NULL};
     if (expect_lines(&probe, expected)) return 1;
     unsigned entries = 0;
