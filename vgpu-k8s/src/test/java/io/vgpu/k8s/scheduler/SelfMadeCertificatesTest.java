@@ -12,6 +12,7 @@ import io.vgpu.k8s.cli.Vgpu;
 import io.vgpu.k8s.config.DeviceConfig;
 import io.vgpu.k8s.pod.PodJson;
 import io.vgpu.k8s.server.PemCredentials;
+import io.vgpu.k8s.server.TestCertificates;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.URI;
@@ -22,14 +23,12 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.security.KeyStore;
+import java.security.KeyPair;
 import java.security.cert.X509Certificate;
 import java.util.Base64;
 import java.util.Map;
 import java.util.Optional;
-import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
-import javax.net.ssl.TrustManagerFactory;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -115,20 +114,8 @@ class SelfMadeCertificatesTest {
   }
 
   private static HttpResponse<String> post(int port, String path, String body, X509Certificate trust, @Nullable PemCredentials as) throws Exception {
-    KeyStore trusted = KeyStore.getInstance(KeyStore.getDefaultType());
-    trusted.load(null, null);
-    trusted.setCertificateEntry("ca", trust);
-    TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
-    tmf.init(trusted);
-    KeyStore keys = KeyStore.getInstance(KeyStore.getDefaultType());
-    keys.load(null, null);
-    if (as != null) {
-      keys.setKeyEntry("client", as.key(), new char[0], as.chain().toArray(X509Certificate[]::new));
-    }
-    KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
-    kmf.init(keys, new char[0]);
-    SSLContext tls = SSLContext.getInstance("TLS");
-    tls.init(kmf.getKeyManagers(), tmf.getTrustManagers(), null);
+    X509Certificate leaf = as == null ? null : as.chain().get(0);
+    SSLContext tls = TestCertificates.client(trust, as == null ? null : new TestCertificates.Issued(leaf, new KeyPair(leaf.getPublicKey(), as.key())));
     HttpClient http = HttpClient.newBuilder().sslContext(tls).version(HttpClient.Version.HTTP_1_1).build();
     return http.send(HttpRequest.newBuilder(URI.create("https://127.0.0.1:" + port + path)).POST(HttpRequest.BodyPublishers.ofString(body)).build(),
         HttpResponse.BodyHandlers.ofString());
