@@ -8,9 +8,12 @@ import org.jspecify.annotations.Nullable;
  */
 final class InterruptGuard implements AutoCloseable {
   private final Thread hook = new Thread(this::kill, "vgpu-lab-interrupted");
+  private final LabWorkspace workspace;
   private volatile @Nullable LabCluster cluster;
 
-  InterruptGuard() {
+  /** A guard of what a lab starts in {@code workspace}, which it removes too unless the user keeps it. */
+  InterruptGuard(LabWorkspace workspace) {
+    this.workspace = workspace;
     Runtime.getRuntime().addShutdownHook(hook);
   }
 
@@ -23,6 +26,7 @@ final class InterruptGuard implements AutoCloseable {
     if (c != null) {
       c.kill();
       c.close();
+      workspace.close();
     }
   }
 

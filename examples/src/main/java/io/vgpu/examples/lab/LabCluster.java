@@ -44,6 +44,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -52,6 +53,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 import javax.net.ssl.SSLContext;
 import tools.jackson.databind.JsonNode;
@@ -77,8 +79,8 @@ public final class LabCluster implements AutoCloseable {
   private final JavaCommand java;
   private final List<String> nodeOrder;
   private final Map<String, MockMachine> machines = new LinkedHashMap<>();
-  private final Map<String, KubeletStandIn> kubelets = new LinkedHashMap<>();
-  private final Map<String, ComponentProcess> agents = new LinkedHashMap<>();
+  private final Map<String, KubeletStandIn> kubelets = Collections.synchronizedMap(new LinkedHashMap<>());
+  private final Map<String, ComponentProcess> agents = Collections.synchronizedMap(new LinkedHashMap<>());
   private final Map<String, Integer> agentMetricsPorts = new LinkedHashMap<>();
   private final List<JavaCommand.Launch> launches = new ArrayList<>();
   private final HttpClient plainHttp = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(2)).build();
@@ -112,7 +114,16 @@ public final class LabCluster implements AutoCloseable {
    *     printed), or the machine cannot run containers
    */
   public static LabCluster start(LabHome home, Scenario scenario, LabWorkspace workspace, Duration readyTimeout) {
+    return start(home, scenario, workspace, readyTimeout, c -> {});
+  }
+
+  /**
+   * As {@link #start(LabHome, Scenario, LabWorkspace, Duration)}, handing the cluster to {@code
+   * starting} before anything starts, so that an interrupt during start-up can stop what did start.
+   */
+  static LabCluster start(LabHome home, Scenario scenario, LabWorkspace workspace, Duration readyTimeout, Consumer<LabCluster> starting) {
     LabCluster cluster = new LabCluster(home, scenario, workspace, readyTimeout);
+    starting.accept(cluster);
     try {
       cluster.boot();
       return cluster;
@@ -497,7 +508,7 @@ public final class LabCluster implements AutoCloseable {
     if (scheduler != null) {
       out.add(scheduler);
     }
-    out.addAll(agents.values());
+    out.addAll(List.copyOf(agents.values()));
     return out;
   }
 
@@ -527,11 +538,17 @@ public final class LabCluster implements AutoCloseable {
 
   /** Kills everything at once (Ctrl-C): processes first, the rest as {@link #close}. */
   public void kill() {
-    kubelets.values().forEach(k -> k.workers().values().forEach(w -> w.containers().forEach(c -> {
-      if (c.current() != null) {
-        ProcessHandle.of(c.current().pid()).ifPresent(ProcessHandle::destroyForcibly);
-      }
-    })));
+    // runs on the shutdown hook's thread, possibly while start-up is adding to these maps
+    for (KubeletStandIn kubelet : List.copyOf(kubelets.values())) {
+      kubelet.workers().values().forEach(w -> w.containers().forEach(c -> {
+        if (c.current() != null) {
+          ProcessHandle.of(c.current().pid()).ifPresent(p -> {
+            p.descendants().forEach(ProcessHandle::destroyForcibly);
+            p.destroyForcibly();
+          });
+        }
+      }));
+    }
     components().forEach(ComponentProcess::kill);
   }
 }

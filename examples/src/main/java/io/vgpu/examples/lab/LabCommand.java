@@ -1,5 +1,6 @@
 package io.vgpu.examples.lab;
 
+import io.vgpu.examples.lab.checks.Check;
 import io.vgpu.examples.lab.report.LabText;
 import io.vgpu.k8s.cli.GoDuration;
 import io.vgpu.k8s.cli.UnavailableException;
@@ -10,6 +11,7 @@ import io.vgpu.k8s.yaml.InputException;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.Callable;
 import org.jspecify.annotations.Nullable;
@@ -75,6 +77,10 @@ public final class LabCommand implements Callable<Integer> {
       out.print(SimulationJson.pretty(report));
     } else {
       out.print(LabText.render(report));
+      List<Check> checks = scenario.checks().map(Check::parse).orElse(List.of());
+      if (!checks.isEmpty()) {
+        out.print("\nCHECKS\n" + LabText.checks(checks.stream().map(c -> c.evaluate(report)).toList()));
+      }
     }
     out.flush();
     return 0;
@@ -89,11 +95,12 @@ public final class LabCommand implements Callable<Integer> {
   static ObjectNode runScenario(LabHome home, Scenario scenario, Duration settleTimeout, @Nullable Path keep) {
     long start = System.nanoTime();
     try (LabWorkspace workspace = keep == null ? LabWorkspace.temporary() : LabWorkspace.kept(keep);
-        InterruptGuard guard = new InterruptGuard()) {
-      LabCluster cluster = LabCluster.start(home, scenario, workspace, settleTimeout);
-      guard.protect(cluster);
+        InterruptGuard guard = new InterruptGuard(workspace)) {
+      LabCluster cluster = LabCluster.start(home, scenario, workspace, settleTimeout, guard::protect);
+      double startup = Math.round((System.nanoTime() - start) / 1e7) / 100.0;
       try {
         ObjectNode report = new LabRun(scenario, cluster, settleTimeout).run();
+        report.put("startupSeconds", startup);
         report.put("seconds", Math.round((System.nanoTime() - start) / 1e7) / 100.0);
         if (workspace.kept()) {
           LabKeep.writeApiObjects(cluster, workspace);

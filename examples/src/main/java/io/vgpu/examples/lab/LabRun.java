@@ -71,6 +71,7 @@ public final class LabRun {
       ObjectNode step = timeline.addObject();
       step.put("step", i);
       step.put("event", event.describe());
+      long stepStart = System.nanoTime();
       apply(event, step);
       settle(event.describe());
       List<PodRef> placedAfter = cluster.kubeScheduler().placed();
@@ -79,6 +80,7 @@ public final class LabRun {
       placedNow.forEach(p -> scheduled.add(p.toString()));
       step.set("placed", placements(placedNow));
       step.set("uids", uids());
+      step.put("seconds", Math.round((System.nanoTime() - stepStart) / 1e7) / 100.0);
       if (step.has("metrics")) {
         step.set("metrics", step.remove("metrics")); // after scheduled and uids, for reading order
       }

@@ -2,12 +2,12 @@ package io.vgpu.examples.lab;
 
 import io.vgpu.examples.lab.checks.Check;
 import io.vgpu.examples.lab.checks.SimulateAgreement;
+import io.vgpu.examples.lab.report.LabText;
 import io.vgpu.k8s.cli.UnavailableException;
 import io.vgpu.k8s.pod.PodJson;
 import io.vgpu.k8s.simulate.Scenario;
 import io.vgpu.k8s.simulate.ScenarioParser;
 import io.vgpu.k8s.simulate.SimulationJson;
-import io.vgpu.k8s.simulate.TextTable;
 import io.vgpu.k8s.yaml.InputException;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -99,7 +99,7 @@ final class LabSuite {
         }
       }
       if (!json) {
-        printScenario(out, entry);
+        printScenario(out, entry, results);
       }
     }
     double seconds = Math.round((System.nanoTime() - start) / 1e7) / 100.0;
@@ -115,15 +115,12 @@ final class LabSuite {
     return new Result(passed, failed);
   }
 
-  private static void printScenario(PrintWriter out, ObjectNode entry) {
+  private static void printScenario(PrintWriter out, ObjectNode entry, List<Check.Result> results) {
     out.println(entry.path("file").asString() + " (" + entry.path("seconds").asDouble() + " s)");
     if (entry.has("error")) {
       out.println("  FAIL  the scenario did not run: " + entry.path("error").asString());
     }
-    TextTable table = new TextTable("CHECK", "EXPECTED", "OBSERVED", "RESULT");
-    entry.path("checks").forEach(c -> table.row(c.path("check").asString(), c.path("expected").asString(), c.path("observed").asString(),
-        c.path("passed").asBoolean() ? "pass" : "FAIL"));
-    out.print(table.render("  "));
+    out.print(LabText.checks(results));
     out.println();
     out.flush();
   }

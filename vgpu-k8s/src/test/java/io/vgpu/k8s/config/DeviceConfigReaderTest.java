@@ -93,7 +93,7 @@ class DeviceConfigReaderTest {
     assertThat(read("disableControlNamespaces:\n").disableControlNamespaces()).isEmpty();
     assertThatThrownBy(() -> read("disableControlNamespaces: [ml, Team_A]\n"))
         .isInstanceOf(InputException.class)
-        .hasMessage("c.yaml:1:32: config.disableControlNamespaces: 'Team_A' is not a namespace name");
+        .hasMessage("c.yaml:1:32: config.disableControlNamespaces[1]: 'Team_A' is not a namespace name");
     assertThatThrownBy(() -> read("disableControlNamespaces: ml\n")).hasMessageContaining("config.disableControlNamespaces");
   }
 

@@ -1,12 +1,12 @@
 package io.vgpu.examples.lab.kubelet;
 
 import java.io.IOException;
+import java.nio.file.DirectoryIteratorException;
+import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
-import java.util.stream.Stream;
 
 /**
  * Where container processes get their cgroups: kubelet's cgroupfs names ({@code
@@ -104,21 +104,23 @@ public final class CgroupPlacement {
   /** Removes this run's cgroups (empty ones; the lab's processes are gone by then). */
   public void removeAll() {
     for (Path hierarchy : hierarchies) {
-      Path root = hierarchy.resolve(prefix);
-      if (!Files.isDirectory(root)) {
-        continue;
-      }
-      try (Stream<Path> dirs = Files.walk(root)) {
-        dirs.filter(Files::isDirectory).sorted(Comparator.reverseOrder()).forEach(d -> {
-          try {
-            Files.deleteIfExists(d);
-          } catch (IOException e) {
-            // still in use: left behind
-          }
-        });
-      } catch (IOException e) {
-        // best effort
-      }
+      removeTree(hierarchy.resolve(prefix));
+    }
+  }
+
+  /** Children first; a cgroup directory goes with rmdir even though it lists its interface files. */
+  private static void removeTree(Path dir) {
+    List<Path> children = new ArrayList<>();
+    try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir, Files::isDirectory)) {
+      entries.forEach(children::add);
+    } catch (IOException | DirectoryIteratorException e) {
+      // gone, or not ours to list
+    }
+    children.forEach(CgroupPlacement::removeTree);
+    try {
+      Files.deleteIfExists(dir);
+    } catch (IOException e) {
+      // still in use: left behind
     }
   }
 }

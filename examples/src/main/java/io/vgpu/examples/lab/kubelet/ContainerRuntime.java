@@ -135,6 +135,7 @@ public final class ContainerRuntime {
     for (Path p : procs) {
       s.append("echo $$ > ").append(q(p)).append('\n');
     }
+    s.append("cd /\n"); // a container's working directory when its image names none
     s.append("exec setpriv --reuid=").append(CONTAINER_UID).append(" --regid=").append(CONTAINER_UID)
         .append(" --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- env -i");
     spec.env().entrySet().stream()

@@ -68,6 +68,11 @@ public final class RunningContainer {
     return cgroup;
   }
 
+  /** The file its stdout goes to. */
+  public Path stdoutFile() {
+    return stdout;
+  }
+
   /** Whether the first process is alive. */
   public boolean alive() {
     return process.isAlive();

@@ -1,5 +1,6 @@
 package io.vgpu.examples.lab.report;
 
+import io.vgpu.examples.lab.checks.Check;
 import io.vgpu.k8s.simulate.TextTable;
 import java.util.ArrayList;
 import java.util.List;
@@ -67,6 +68,15 @@ public final class LabText {
     }
     out.append("\n").append(report.path("seconds").asDouble()).append(" s\n");
     return out.toString();
+  }
+
+  /** A check matrix: check, expected, observed, pass or FAIL. */
+  public static String checks(List<Check.Result> results) {
+    TextTable table = new TextTable("CHECK", "EXPECTED", "OBSERVED", "RESULT");
+    for (Check.Result r : results) {
+      table.row(r.check() == null ? "placements equal vgpu simulate's" : r.check().name(), r.expected(), r.observed(), r.passed() ? "pass" : "FAIL");
+    }
+    return table.render("  ");
   }
 
   private static String details(JsonNode p) {

@@ -36,8 +36,22 @@ class CheckTest {
     return Check.parse((YamlList) root.get("checks").orElseThrow());
   }
 
+  /** Evaluates one check written in flow style with its path quoted: {@code {name: a, path: 'x[0]', equals: 1}}. */
   private static Check.Result evaluate(String check) {
-    return parse("checks:\n  - " + check + "\n").get(0).evaluate(REPORT);
+    return parse("checks:\n  - " + quotePath(check) + "\n").get(0).evaluate(REPORT);
+  }
+
+  /** Paths hold '[' and ',', which YAML's flow style reads as syntax unless the path is quoted. */
+  private static String quotePath(String check) {
+    int start = check.indexOf("path: ") + "path: ".length();
+    if (check.charAt(start) == '\'') {
+      return check;
+    }
+    int end = check.indexOf(", ", start);
+    while (check.substring(start, end).chars().filter(c -> c == '[').count() != check.substring(start, end).chars().filter(c -> c == ']').count()) {
+      end = check.indexOf(", ", end + 1);
+    }
+    return check.substring(0, start) + "'" + check.substring(start, end) + "'" + check.substring(end);
   }
 
   @Test
@@ -73,9 +87,9 @@ class CheckTest {
     assertThat(evaluate("{name: a, path: timeline[0].scheduled, notContains: default/other}").passed()).isTrue();
     assertThat(evaluate("{name: a, path: pods[hami-tests/smoke].node, matches: 'w[0-9]'}").passed()).isTrue();
     assertThat(evaluate("{name: a, path: pods[default/other].node, exists: false}").passed()).isTrue();
-    assertThat(evaluate("{name: a, path: pods[default/other].phase, sameAs: pods[hami-tests/smoke].phase}"))
+    assertThat(evaluate("{name: a, path: pods[default/other].phase, sameAs: 'pods[hami-tests/smoke].phase'}"))
         .extracting(Check.Result::passed, Check.Result::observed).containsExactly(false, "Pending vs Running");
-    assertThat(evaluate("{name: a, path: pods[default/other].phase, differentFrom: pods[hami-tests/smoke].phase}").passed()).isTrue();
+    assertThat(evaluate("{name: a, path: pods[default/other].phase, differentFrom: 'pods[hami-tests/smoke].phase'}").passed()).isTrue();
   }
 
   @Test
@@ -91,12 +105,12 @@ class CheckTest {
         .isInstanceOf(InputException.class)
         .hasMessage("s.yaml:2:5: checks[0]: a check has exactly one of equals, notEquals, sameAs, differentFrom, atLeast, atMost, between, count, contains, notContains, matches, exists");
     assertThatThrownBy(() -> parse("checks:\n  - {name: a, path: 'x[1', equals: 1}\n"))
-        .isInstanceOf(InputException.class).hasMessage("s.yaml:2:23: checks[0].path: unclosed '[' at character 2");
+        .isInstanceOf(InputException.class).hasMessage("s.yaml:2:21: checks[0].path: unclosed '[' at character 2");
     assertThatThrownBy(() -> parse("checks:\n  - {name: a, path: x, between: [1]}\n"))
-        .isInstanceOf(InputException.class).hasMessage("s.yaml:2:34: checks[0].between: '[1]' is not a valid operand ([low, high])");
+        .isInstanceOf(InputException.class).hasMessage("s.yaml:2:33: checks[0].between: '[1]' is not a valid operand ([low, high])");
     assertThatThrownBy(() -> parse("checks:\n  - {name: a, path: x, matches: '('}\n"))
-        .isInstanceOf(InputException.class).hasMessage("s.yaml:2:34: checks[0].matches: '\"(\"' is not a valid operand (a regular expression)");
+        .isInstanceOf(InputException.class).hasMessage("s.yaml:2:33: checks[0].matches: '\"(\"' is not a valid operand (a regular expression)");
     assertThatThrownBy(() -> parse("checks:\n  - {name: a, path: x, equal: 1}\n"))
-        .isInstanceOf(InputException.class).hasMessageStartingWith("s.yaml:2:29: unknown key 'equal' in checks[0] (known keys: name, path, equals,");
+        .isInstanceOf(InputException.class).hasMessageStartingWith("s.yaml:2:24: unknown key 'equal' in checks[0] (known keys: name, path, equals,");
   }
 }

@@ -1,0 +1,101 @@
+package io.vgpu.examples.lab.kubelet;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assumptions.assumeThat;
+
+import io.vgpu.examples.lab.LabWorkspace;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A container of the lab's runtime is a real process: its mounts land where the device plugin said,
+ * read-only ones stay read-only, a host path it shadows is still mounted from the host, it runs as
+ * nobody without capabilities and cannot unmount its limits file, and it gets exactly its environment.
+ * Needs root (mount namespaces); skipped otherwise.
+ */
+class ContainerRuntimeTest {
+  private LabWorkspace workspace;
+  private CgroupPlacement cgroups;
+
+  @BeforeEach
+  void start() throws Exception {
+    assumeThat(Files.readString(Path.of("/proc/self/status"))).as("the lab's container runtime needs root").containsPattern("Uid:\\s+0\\s");
+    workspace = LabWorkspace.temporary();
+    cgroups = CgroupPlacement.probe(workspace.root().getFileName().toString());
+  }
+
+  @AfterEach
+  void stop() {
+    if (workspace != null) {
+      cgroups.removeAll();
+      workspace.close();
+    }
+  }
+
+  private RunningContainer run(List<ContainerSpec.Mount> mounts, Map<String, String> env, String script) throws Exception {
+    ContainerRuntime runtime = new ContainerRuntime(workspace, cgroups, ContainerRuntime.defaultLibraryDirectory());
+    ContainerSpec spec = new ContainerSpec("ns", "pod", "uid-1", "BestEffort", "c", List.of("/bin/sh", "-c", script), env, mounts, Optional.empty());
+    RunningContainer container = runtime.start(spec);
+    assertThat(container.waitFor(Duration.ofSeconds(20))).isTrue();
+    return container;
+  }
+
+  @Test
+  void mountsLandWhereTheDevicePluginSaidReadOnlyStaysReadOnlyAndNothingCanBeUnmounted() throws Exception {
+    Path hook = workspace.directory("hook/vgpu");
+    Files.writeString(hook.resolve("libvgpu.so"), "the library");
+    Path containerDir = workspace.directory("hook/vgpu/containers/uid-1_c");
+    // the node agent makes it writable for any user of the container
+    Files.setPosixFilePermissions(containerDir, PosixFilePermissions.fromString("rwxrwxrwx"));
+    Path limits = workspace.write("limits/uid-1_c", "CUDA_DEVICE_MEMORY_LIMIT_0=1024m\nEND\n");
+    // HAMi's layout: the per-container directory is mounted over <hook>/vgpu, where the library's host
+    // path also lies; runtimes resolve sources on the host, so the library must still be the host's.
+    List<ContainerSpec.Mount> mounts = List.of(
+        new ContainerSpec.Mount(hook.resolve("libvgpu.so").toString(), hook.resolve("libvgpu.so").toString(), true),
+        new ContainerSpec.Mount(hook.toString(), containerDir.toString(), false),
+        new ContainerSpec.Mount("/etc/vgpu/limits", limits.toString(), true));
+    Map<String, String> env = new LinkedHashMap<>();
+    env.put("PATH", "/usr/bin:/bin");
+    env.put("ONLY", "this");
+    String script =
+        "cat " + hook + "/libvgpu.so; echo; cat /etc/vgpu/limits; id -u; env | sort | tr '\\n' ' '; echo;"
+            + " echo x > /etc/vgpu/limits 2>/dev/null && echo WROTE; umount /etc/vgpu/limits 2>/dev/null && echo UNMOUNTED;"
+            + " echo region > " + hook + "/vgpu.cache && echo REGION; grep CapEff /proc/self/status";
+    RunningContainer c = run(mounts, env, script);
+    String out = Files.readString(c.stdoutFile());
+    assertThat(out).startsWith("the library\nCUDA_DEVICE_MEMORY_LIMIT_0=1024m\nEND\n65534\n");
+    assertThat(out).contains("ONLY=this PATH=/usr/bin:/bin PWD=/ \n");
+    assertThat(out).doesNotContain("WROTE").doesNotContain("UNMOUNTED").contains("REGION").contains("CapEff:\t0000000000000000");
+    // the write went to the per-container directory on the host, the host's /etc is untouched
+    assertThat(Files.readString(containerDir.resolve("vgpu.cache"))).isEqualTo("region\n");
+    assertThat(Path.of("/etc/vgpu/limits")).doesNotExist();
+    assertThat(c.exitCode()).isZero();
+  }
+
+  @Test
+  void aContainerJoinsItsKubeletNamedCgroupAndIsStoppedWithItsChildren() throws Exception {
+    assumeThat(cgroups.available()).as("no writable cgroup hierarchy").isTrue();
+    ContainerRuntime runtime = new ContainerRuntime(workspace, cgroups, ContainerRuntime.defaultLibraryDirectory());
+    ContainerSpec spec = new ContainerSpec("ns", "pod", "uid-2", "Burstable", "c", List.of("/bin/sh", "-c", "cat /proc/self/cgroup; sleep 60 & sleep 60"),
+        Map.of("PATH", "/usr/bin:/bin"), List.of(), Optional.empty());
+    RunningContainer c = runtime.start(spec);
+    long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+    while (cgroups.pids(c.cgroup()).size() < 3 && System.nanoTime() < deadline) {
+      Thread.sleep(20);
+    }
+    assertThat(c.cgroup()).isEqualTo("/" + workspace.root().getFileName() + "/kubepods/burstable/poduid-2/" + c.id());
+    assertThat(cgroups.pids(c.cgroup())).hasSizeGreaterThanOrEqualTo(3);
+    assertThat(Files.readString(c.stdoutFile())).contains(c.cgroup());
+    c.stop(Duration.ofSeconds(1));
+    assertThat(cgroups.pids(c.cgroup())).isEmpty();
+  }
+}
