@@ -87,6 +87,7 @@ public final class LabCluster implements AutoCloseable {
   private ApiServerStandIn api;
   private KubernetesClient client;
   private CgroupPlacement cgroups;
+  private ContainerRuntime runtime;
   private ComponentProcess scheduler;
   private KubeSchedulerStandIn kubeScheduler;
   private HttpClient tlsHttp;
@@ -166,7 +167,7 @@ public final class LabCluster implements AutoCloseable {
 
     String runId = workspace.root().getFileName().toString();
     cgroups = CgroupPlacement.probe(runId);
-    ContainerRuntime runtime = new ContainerRuntime(workspace, cgroups, ContainerRuntime.defaultLibraryDirectory());
+    runtime = new ContainerRuntime(workspace, cgroups, ContainerRuntime.defaultLibraryDirectory());
     for (NodeSpec node : scenario.nodes()) {
       MockMachine machine = MockMachine.create(node, workspace.directory("nodes/" + node.name() + "/gpus"));
       machines.put(node.name(), machine);
@@ -532,6 +533,9 @@ public final class LabCluster implements AutoCloseable {
     }
     if (api != null) {
       api.close();
+    }
+    if (runtime != null) {
+      runtime.close();
     }
     if (cgroups != null) {
       cgroups.removeAll();

@@ -11,28 +11,43 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import tools.jackson.databind.JsonNode;
 
 /**
- * One lab scenario end to end: the real scheduler and node agents as processes, containers as
- * processes over the mock driver. Its report satisfies every check the scenario states and places every
- * pod where {@code vgpu simulate} does; the report has LAB.md's shape.
+ * Lab scenarios end to end: the real scheduler and node agents as processes, containers as processes
+ * over the mock driver. Each report satisfies every check its scenario states and places every pod where
+ * {@code vgpu simulate} does. The smoke scenario (the mock-GPU lab report's first checks and the two it
+ * failed) and the node watchdog's (a container escaping the interposer killed, or reported, by the real
+ * node agent; one within its grant untouched) run here; the whole hami suite runs with {@code vgpu lab
+ * --suite hami}.
  */
 class LabRunTest {
-  @Test
-  void theSmokeScenarioRunsThroughTheWholeSystem() throws Exception {
+  private static JsonNode runAndCheck(String suiteFile) throws Exception {
     LabHome home = LabAssumptions.labHome();
-    Path file = home.suitesDirectory().resolve("hami/01-smoke-and-isolation.yaml");
+    Path file = home.suitesDirectory().resolve(suiteFile);
     Scenario scenario = new ScenarioParser(Set.of()).parse(file);
-    JsonNode report = LabCommand.runScenario(home, scenario, Duration.ofSeconds(60), null);
-
+    JsonNode report = LabCommand.runScenario(home, scenario, Duration.ofSeconds(90), null);
     List<Check> checks = Check.parse(scenario.checks().orElseThrow());
     assertThat(checks).isNotEmpty();
     for (Check check : checks) {
       Check.Result result = check.evaluate(report);
-      assertThat(result.passed()).as(check.name() + ": expected " + result.expected() + ", observed " + result.observed()).isTrue();
+      assertThat(result.passed()).as(suiteFile + ": " + check.name() + ": expected " + result.expected() + ", observed " + result.observed()).isTrue();
     }
     assertThat(SimulateAgreement.differences(scenario, report)).isEmpty();
+    return report;
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"enforcement/01-watchdog-kills-an-escape.yaml", "enforcement/02-watchdog-reports-an-escape.yaml"})
+  void theNodeWatchdogHoldsContainersToTheirGrant(String file) throws Exception {
+    runAndCheck(file);
+  }
+
+  @Test
+  void theSmokeScenarioRunsThroughTheWholeSystem() throws Exception {
+    JsonNode report = runAndCheck("hami/01-smoke-and-isolation.yaml");
 
     assertThat(report.propertyNames()).contains("pods", "timeline", "nodes", "events", "metrics", "uids", "seconds");
     JsonNode container = report.path("pods").get(0).path("containers").get(0);

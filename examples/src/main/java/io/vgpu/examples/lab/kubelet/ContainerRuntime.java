@@ -10,6 +10,11 @@ import java.util.Comparator;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
 
 /**
@@ -37,7 +42,16 @@ public final class ContainerRuntime {
   private static final Pattern ENV_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_.-]*");
   private static final SecureRandom RANDOM = new SecureRandom();
 
+  /** How often container output is looked at, to time when each line appeared. */
+  private static final long OUTPUT_POLL_MILLIS = 20;
+
   private final LabWorkspace workspace;
+  private final Set<RunningContainer> running = ConcurrentHashMap.newKeySet();
+  private final ScheduledExecutorService outputPoller = Executors.newSingleThreadScheduledExecutor(r -> {
+    Thread t = new Thread(r, "lab-container-output");
+    t.setDaemon(true);
+    return t;
+  });
   private final CgroupPlacement cgroups;
   private final Path libraryDirectory;
 
@@ -51,6 +65,17 @@ public final class ContainerRuntime {
     this.workspace = workspace;
     this.cgroups = cgroups;
     this.libraryDirectory = libraryDirectory;
+    outputPoller.scheduleWithFixedDelay(() -> {
+      running.removeIf(c -> {
+        c.pollOutput();
+        return !c.alive();
+      });
+    }, OUTPUT_POLL_MILLIS, OUTPUT_POLL_MILLIS, TimeUnit.MILLISECONDS);
+  }
+
+  /** Stops timing container output. */
+  public void close() {
+    outputPoller.shutdownNow();
   }
 
   /** The loader's library directory on this machine: where a runtime would put driver libraries. */
@@ -91,7 +116,9 @@ public final class ContainerRuntime {
     builder.environment().clear();
     builder.environment().put("PATH", "/usr/sbin:/usr/bin:/sbin:/bin");
     Process process = builder.start();
-    return new RunningContainer(id, spec, process, stdout, stderr, cgroup, cgroups);
+    RunningContainer container = new RunningContainer(id, spec, process, stdout, stderr, cgroup, cgroups);
+    running.add(container);
+    return container;
   }
 
   private static byte[] randomBytes() {

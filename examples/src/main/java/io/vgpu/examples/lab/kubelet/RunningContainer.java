@@ -10,6 +10,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import tools.jackson.core.JacksonException;
@@ -32,6 +33,9 @@ public final class RunningContainer {
   private final String cgroup;
   private final CgroupPlacement cgroups;
   private final Instant startedAt = Instant.now();
+  /** When each stdout line was first seen, in order (a shared poller reads every container's output). */
+  private final List<Instant> lineTimes = new ArrayList<>();
+  private long readBytes;
 
   RunningContainer(String id, ContainerSpec spec, Process process, Path stdout, Path stderr, String cgroup, CgroupPlacement cgroups) {
     this.id = id;
@@ -92,6 +96,32 @@ public final class RunningContainer {
   public int signal() {
     int code = process.exitValue();
     return code > SIGNAL_BASE && code <= SIGNAL_BASE + 64 ? code - SIGNAL_BASE : 0;
+  }
+
+  /** When the process printed its last stdout line, if it printed any. */
+  public synchronized Optional<Instant> lastOutputAt() {
+    pollOutput();
+    return lineTimes.isEmpty() ? Optional.empty() : Optional.of(lineTimes.get(lineTimes.size() - 1));
+  }
+
+  /** Notes the arrival time of new complete lines on stdout (called every few milliseconds). */
+  synchronized void pollOutput() {
+    try {
+      long size = Files.size(stdout);
+      if (size <= readBytes) {
+        return;
+      }
+      byte[] all = Files.readAllBytes(stdout);
+      Instant now = Instant.now();
+      for (long i = readBytes; i < all.length; i++) {
+        if (all[(int) i] == '\n') {
+          lineTimes.add(now);
+          readBytes = i + 1;
+        }
+      }
+    } catch (IOException e) {
+      // not there yet
+    }
   }
 
   /** The JSON lines the process printed on stdout, in order (other lines are skipped). */

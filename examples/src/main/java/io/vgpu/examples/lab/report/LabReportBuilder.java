@@ -23,6 +23,8 @@ import io.vgpu.k8s.pod.PodJson;
 import io.vgpu.k8s.pod.PodRefs;
 import io.vgpu.k8s.simulate.SimulationJson;
 import io.vgpu.k8s.simulate.SimulationResult;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -202,6 +204,13 @@ public final class LabReportBuilder {
       out.put("containerID", "containerd://" + running.id());
       out.put("pid", running.pid());
       out.put("startedAt", running.startedAt().toString());
+      Instant finished = record.map(ContainerRecord::finishedAt).orElse(null);
+      if (finished != null && state.equals("terminated")) {
+        out.put("finishedAt", finished.toString());
+        out.put("runSeconds", seconds(running.startedAt(), finished));
+        // how long the process lived after its last line: for a probe, after its last op
+        running.lastOutputAt().ifPresent(last -> out.put("secondsAfterLastOutput", seconds(last, finished)));
+      }
       out.put("complete", running.opsComplete() || !isProbeRun(running));
       ArrayNode observed = out.putArray("observed");
       running.observed().forEach(observed::add);
@@ -210,6 +219,10 @@ public final class LabReportBuilder {
       out.putArray("observed");
     }
     return out;
+  }
+
+  private static double seconds(Instant from, Instant to) {
+    return Math.round(Duration.between(from, to).toMillis() / 10.0) / 100.0;
   }
 
   private static boolean isProbeRun(RunningContainer running) {
