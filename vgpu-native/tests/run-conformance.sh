@@ -271,9 +271,17 @@ check probe-compute -- "$BIN" probe-compute
 for configuration in 10 25 50 75 10x3 25x3 50x3 75x3 10+75x3 25x3+50 50+50; do
     check "sm-limit-$configuration" -- "$BIN" sm-limit "$configuration"
 done
-check overhead-alloc-free -- "$BIN" overhead-alloc-free
-check overhead-launch -- "$BIN" overhead-launch
-check overhead-launch-limited -- "$BIN" overhead-launch-limited
+# Wall-clock overhead is a benchmark, not a check: on a shared 2-core machine the mock alone swings from
+# 1 to 6 us per allocation pair, so any bound tight enough to mean something fails at random. The suite
+# holds the deterministic half (no-system-calls: nothing on the hot paths enters the kernel); `make bench`
+# (VGPU_OVERHEAD=1) runs these, and scripts/count-instructions.sh counts what no load can disturb.
+if [ "${VGPU_OVERHEAD:-0}" = 1 ]; then
+    check overhead-alloc-free -- "$BIN" overhead-alloc-free
+    check overhead-launch -- "$BIN" overhead-launch
+    check overhead-launch-limited -- "$BIN" overhead-launch-limited
+elif [ -z "$FILTER" ]; then
+    skip overhead-alloc-free,launch,launch-limited "wall-clock benchmarks: make bench"
+fi
 
 if [ -s "$WORK/measurements" ]; then
     echo
