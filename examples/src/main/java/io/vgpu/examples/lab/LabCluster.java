@@ -199,6 +199,8 @@ public final class LabCluster implements AutoCloseable {
     }
     places.put("--cert_file", serving.certFile().toString());
     places.put("--key_file", serving.keyFile().toString());
+    // The chart's extender trusts the CA that signed kube-scheduler's client certificate: here the lab's CA.
+    places.put("--client-ca-file", tls.resolve("ca.crt").toString());
     places.put("--device-config-file", deviceConfigFile.toString());
     places.put("--kubeconfig", kubeconfig.toString());
     Map<String, String> schedulerEnv = new LinkedHashMap<>(deployment.scheduler().env());
@@ -235,7 +237,7 @@ public final class LabCluster implements AutoCloseable {
     int extenderPort = labPort(labPorts, prefix.getPort() < 0 ? 443 : prefix.getPort(), "the extender's urlPrefix " + prefix);
     kubeScheduler = new KubeSchedulerStandIn(client, kubeSchedulerConfig, URI.create("https://127.0.0.1:" + extenderPort + prefix.getRawPath()), clientTls, () -> nodeOrder,
         schedulerPodName);
-    int webhookPort = deployment.webhookConfiguration().path("webhooks").path(0).path("clientConfig").path("service").path("port").asInt(443);
+    int webhookPort = deployment.webhookContainerPort();
     api.admission(new AdmissionWebhookCaller(deployment.webhookConfiguration(), URI.create("https://127.0.0.1:" + labPort(labPorts, webhookPort, "the webhook's Service port")),
         ca.clientContext(null)));
 
