@@ -7,7 +7,6 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.api.model.ResourceQuota;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 import io.vgpu.api.ContainerGrant;
 import io.vgpu.api.DeviceGrant;
@@ -121,12 +120,12 @@ public final class ClusterLedger implements AutoCloseable {
     NodeCpuFeed cpu = new NodeCpuFeed(engine, this::node, this::pod);
     nodes = client.nodes().runnableInformer(0);
     nodes.addEventHandler(cpu.nodeHandler());
-    nodes.addEventHandler(new NodeHandler());
+    nodes.addEventHandler(new ReconcileOnEvent<Node>(node -> reconcileNode(node.getMetadata().getName())));
     quotas = client.resourceQuotas().inAnyNamespace().runnableInformer(0);
-    quotas.addEventHandler(new QuotaHandler());
+    quotas.addEventHandler(new ReconcileOnEvent<ResourceQuota>(quota -> refreshQuotas(quota.getMetadata().getNamespace())));
     pods = client.pods().inAnyNamespace().runnableInformer(0);
     pods.addEventHandler(cpu.podHandler());
-    pods.addEventHandler(new PodHandler());
+    pods.addEventHandler(new ReconcileOnEvent<Pod>(pod -> reconcilePod(pod.getMetadata().getNamespace(), pod.getMetadata().getName())));
     // Nodes and quotas first, so that restored grants land on registered nodes.
     informers.add(nodes);
     informers.add(quotas);
@@ -340,23 +339,6 @@ public final class ClusterLedger implements AutoCloseable {
     }
   }
 
-  private final class NodeHandler implements ResourceEventHandler<Node> {
-    @Override
-    public void onAdd(Node node) {
-      reconcileNode(node.getMetadata().getName());
-    }
-
-    @Override
-    public void onUpdate(Node old, Node node) {
-      reconcileNode(node.getMetadata().getName());
-    }
-
-    @Override
-    public void onDelete(Node node, boolean finalStateUnknown) {
-      reconcileNode(node.getMetadata().getName());
-    }
-  }
-
   // --- Pods
 
   private void trackPod(Pod pod, boolean adopt) {
@@ -542,23 +524,6 @@ public final class ClusterLedger implements AutoCloseable {
     }
   }
 
-  private final class PodHandler implements ResourceEventHandler<Pod> {
-    @Override
-    public void onAdd(Pod pod) {
-      reconcilePod(pod.getMetadata().getNamespace(), pod.getMetadata().getName());
-    }
-
-    @Override
-    public void onUpdate(Pod old, Pod pod) {
-      reconcilePod(pod.getMetadata().getNamespace(), pod.getMetadata().getName());
-    }
-
-    @Override
-    public void onDelete(Pod pod, boolean finalStateUnknown) {
-      reconcilePod(pod.getMetadata().getNamespace(), pod.getMetadata().getName());
-    }
-  }
-
   // --- Quotas
 
   /**
@@ -596,23 +561,6 @@ public final class ClusterLedger implements AutoCloseable {
       return current;
     }
     return current == QuotaLimits.UNLIMITED ? limit : Math.min(current, limit);
-  }
-
-  private final class QuotaHandler implements ResourceEventHandler<ResourceQuota> {
-    @Override
-    public void onAdd(ResourceQuota quota) {
-      refreshQuotas(quota.getMetadata().getNamespace());
-    }
-
-    @Override
-    public void onUpdate(ResourceQuota old, ResourceQuota quota) {
-      refreshQuotas(quota.getMetadata().getNamespace());
-    }
-
-    @Override
-    public void onDelete(ResourceQuota quota, boolean finalStateUnknown) {
-      refreshQuotas(quota.getMetadata().getNamespace());
-    }
   }
 
   private static Map<String, String> annotations(@Nullable Map<String, String> map) {

@@ -106,41 +106,11 @@ final class NodeCpuFeed {
 
   /** The handler to add to the node informer. */
   ResourceEventHandler<Node> nodeHandler() {
-    return new ResourceEventHandler<>() {
-      @Override
-      public void onAdd(Node node) {
-        reconcileNode(node.getMetadata().getName());
-      }
-
-      @Override
-      public void onUpdate(Node old, Node node) {
-        reconcileNode(node.getMetadata().getName());
-      }
-
-      @Override
-      public void onDelete(Node node, boolean finalStateUnknown) {
-        reconcileNode(node.getMetadata().getName());
-      }
-    };
+    return new ReconcileOnEvent<Node>(node -> reconcileNode(node.getMetadata().getName()));
   }
 
   /** The handler to add to the pod informer. */
   ResourceEventHandler<Pod> podHandler() {
-    return new ResourceEventHandler<>() {
-      @Override
-      public void onAdd(Pod pod) {
-        reconcilePod(PodRefs.of(pod));
-      }
-
-      @Override
-      public void onUpdate(Pod old, Pod pod) {
-        reconcilePod(PodRefs.of(pod));
-      }
-
-      @Override
-      public void onDelete(Pod pod, boolean finalStateUnknown) {
-        reconcilePod(PodRefs.of(pod));
-      }
-    };
+    return new ReconcileOnEvent<Pod>(pod -> reconcilePod(PodRefs.of(pod)));
   }
 }
