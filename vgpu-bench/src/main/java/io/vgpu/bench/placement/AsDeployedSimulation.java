@@ -51,7 +51,11 @@ final class AsDeployedSimulation {
   enum CpuOnlyPods {
     /** kube-scheduler's default profile, as deployed: such pods never reach the extender. */
     DEFAULT_SCHEDULER("default-scheduler"),
-    /** The pod's policy through the engine, as the extender would if such pods were sent to it. */
+    /**
+     * The pod's policy through the engine: what an extender that placed CPU-only pods would do. The
+     * deployed one does not (kube-scheduler does not call it for them, and it passes a pod without
+     * devices through unfiltered); this mode measures what that costs.
+     */
     POLICY("policy");
 
     /** The name on the command line and in reports. */
@@ -245,7 +249,7 @@ final class AsDeployedSimulation {
   }
 
   /**
-   * The policy's choice for a CPU-only pod, as the extender would make it if such pods were sent to it:
+   * The policy's choice for a CPU-only pod, as an extender that placed such pods would make it:
    * compile and filter (the pod takes no card, so nothing is reserved).
    */
   private int bestByPolicy(List<String> feasible, TracePod pod, PodRef ref) {

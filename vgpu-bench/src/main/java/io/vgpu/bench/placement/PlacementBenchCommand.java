@@ -79,7 +79,7 @@ public final class PlacementBenchCommand implements Callable<Integer> {
   @Option(
       names = "--cpu-only-pods",
       paramLabel = "MODE",
-      description = "with --as-deployed, who places pods that ask for no GPU: default-scheduler (kube-scheduler's default scores, as deployed) or policy (the pod's policy through the engine) (default ${DEFAULT-VALUE})",
+      description = "with --as-deployed, who places pods that ask for no GPU: default-scheduler (kube-scheduler's default scores, as deployed) or policy (the pod's policy through the engine, which the deployed extender does not do) (default ${DEFAULT-VALUE})",
       defaultValue = "default-scheduler")
   String cpuOnlyPods = "default-scheduler";
 
