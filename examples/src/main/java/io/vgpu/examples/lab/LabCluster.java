@@ -80,6 +80,7 @@ public final class LabCluster implements AutoCloseable {
   private final LabHome home;
   private final Scenario scenario;
   private final LabWorkspace workspace;
+  private static final Duration MIN_START_TIMEOUT = Duration.ofSeconds(90);
   private final Duration readyTimeout;
   private final ReferenceDeployment deployment;
   private final JavaCommand java;
@@ -109,7 +110,8 @@ public final class LabCluster implements AutoCloseable {
     this.home = home;
     this.scenario = scenario;
     this.workspace = workspace;
-    this.readyTimeout = readyTimeout;
+    // A component's JVM start is not settling: on a loaded 2-core machine it alone takes 20 s and more.
+    this.readyTimeout = readyTimeout.compareTo(MIN_START_TIMEOUT) < 0 ? MIN_START_TIMEOUT : readyTimeout;
     this.deployment = ReferenceDeployment.read(home.deployDirectory());
     this.java = new JavaCommand(Optional.of(home.root().resolve("target/lab-cds")));
     this.nodeOrder = scenario.nodes().stream().map(NodeSpec::name).toList();
