@@ -6,15 +6,15 @@ import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.api.model.ResourceQuotaBuilder;
+import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhookConfiguration;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.vgpu.api.SchedulableDevice;
 import io.vgpu.core.DeviceRegistrar;
 import io.vgpu.core.QuotaLimits;
-import io.vgpu.examples.lab.apiserver.AdmissionWebhookCaller;
 import io.vgpu.examples.lab.apiserver.ApiServerStandIn;
 import io.vgpu.examples.lab.components.ComponentProcess;
 import io.vgpu.examples.lab.components.JavaCommand;
-import io.vgpu.examples.lab.components.LabCertificateAuthority;
+import io.vgpu.examples.lab.components.TlsContexts;
 import io.vgpu.examples.lab.components.ReferenceDeployment;
 import io.vgpu.examples.lab.kubelet.CgroupPlacement;
 import io.vgpu.examples.lab.kubelet.ContainerRuntime;
@@ -25,14 +25,19 @@ import io.vgpu.examples.lab.kubescheduler.KubeSchedulerConfig;
 import io.vgpu.examples.lab.kubescheduler.KubeSchedulerStandIn;
 import io.vgpu.examples.lab.report.PrometheusText;
 import io.vgpu.k8s.cli.UnavailableException;
+import io.vgpu.k8s.cli.Vgpu;
+import io.vgpu.k8s.server.PemCredentials;
 import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.codec.NodeRegisterCodec;
 import io.vgpu.k8s.config.DeviceConfig;
+import io.vgpu.k8s.pod.PodJson;
 import io.vgpu.k8s.simulate.NodeSpec;
 import io.vgpu.k8s.simulate.Scenario;
 import io.vgpu.k8s.simulate.ScenarioEvent;
 import io.vgpu.k8s.yaml.JacksonTrees;
 import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -42,6 +47,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.cert.X509Certificate;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -74,6 +80,7 @@ public final class LabCluster implements AutoCloseable {
   private final LabHome home;
   private final Scenario scenario;
   private final LabWorkspace workspace;
+  private static final Duration MIN_START_TIMEOUT = Duration.ofSeconds(90);
   private final Duration readyTimeout;
   private final ReferenceDeployment deployment;
   private final JavaCommand java;
@@ -89,8 +96,10 @@ public final class LabCluster implements AutoCloseable {
   private CgroupPlacement cgroups;
   private ContainerRuntime runtime;
   private ComponentProcess scheduler;
+  private List<String> schedulerArgs = List.of();
+  private Map<String, String> schedulerEnv = Map.of();
   private KubeSchedulerStandIn kubeScheduler;
-  private HttpClient tlsHttp;
+  private String webhookName = "";
   private int schedulerPort;
   private int schedulerMetricsPort;
   private String schedulerPodName;
@@ -101,7 +110,8 @@ public final class LabCluster implements AutoCloseable {
     this.home = home;
     this.scenario = scenario;
     this.workspace = workspace;
-    this.readyTimeout = readyTimeout;
+    // A component's JVM start is not settling: on a loaded 2-core machine it alone takes 20 s and more.
+    this.readyTimeout = readyTimeout.compareTo(MIN_START_TIMEOUT) < 0 ? MIN_START_TIMEOUT : readyTimeout;
     this.deployment = ReferenceDeployment.read(home.deployDirectory());
     this.java = new JavaCommand(Optional.of(home.root().resolve("target/lab-cds")));
     this.nodeOrder = scenario.nodes().stream().map(NodeSpec::name).toList();
@@ -153,15 +163,11 @@ public final class LabCluster implements AutoCloseable {
     Path kubeconfig = api.writeKubeconfig(workspace.file("kubeconfig"));
     createObjects();
 
-    LabCertificateAuthority ca = LabCertificateAuthority.create();
-    Path tls = workspace.directory("tls");
-    ca.writeCertificate(tls.resolve("ca.crt"));
-    LabCertificateAuthority.Issued serving =
-        ca.issueServer("vgpu-scheduler", List.of("vgpu-scheduler", "vgpu-scheduler.kube-system", "vgpu-scheduler.kube-system.svc"), tls.resolve("tls.crt"), tls.resolve("tls.key"));
-    LabCertificateAuthority.Issued kubeSchedulerClient = ca.issueClient("system:kube-scheduler", tls.resolve("kube-scheduler.crt"), tls.resolve("kube-scheduler.key"));
-    SSLContext clientTls = ca.clientContext(kubeSchedulerClient);
-    tlsHttp = HttpClient.newBuilder().sslContext(ca.clientContext(null)).version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(2)).build();
-
+    // The scheduler pod's volumes that hold what its containers share (certificates): directories of the run.
+    Map<String, Path> podVolumes = new LinkedHashMap<>();
+    for (String volume : List.of("tls", "client-tls", "tmp")) {
+      podVolumes.put(volume, workspace.directory("pods/scheduler/volumes/" + volume));
+    }
     deviceConfigFile = workspace.file("config/device-config.yaml");
     writeDeviceConfig(scenario.configWritten().map(JacksonTrees::toJson).orElse(YAML.createObjectNode()));
 
@@ -197,15 +203,12 @@ public final class LabCluster implements AutoCloseable {
         labPorts.put(declared.get(), port);
       }
     }
-    places.put("--cert_file", serving.certFile().toString());
-    places.put("--key_file", serving.keyFile().toString());
-    // The chart's extender trusts the CA that signed kube-scheduler's client certificate: here the lab's CA.
-    places.put("--client-ca-file", tls.resolve("ca.crt").toString());
     places.put("--device-config-file", deviceConfigFile.toString());
     places.put("--kubeconfig", kubeconfig.toString());
-    Map<String, String> schedulerEnv = new LinkedHashMap<>(deployment.scheduler().env());
+    schedulerEnv = new LinkedHashMap<>(deployment.scheduler().env());
     deployment.scheduler().fieldEnv().forEach((k, field) -> schedulerEnv.put(k, field.equals("metadata.name") ? schedulerPodName : ""));
-    scheduler = component(SCHEDULER, ReferenceDeployment.withPlaces(deployment.scheduler().args(), places), schedulerEnv);
+    schedulerArgs = ReferenceDeployment.withPlaces(deployment.scheduler().argsWithVolumes(podVolumes), places);
+    scheduler = component(SCHEDULER, withValues(schedulerArgs, config), schedulerEnv);
 
     for (NodeSpec node : scenario.nodes()) {
       if (!machines.get(node.name()).hasGpus() || !selects(deployment.devicePlugin().nodeSelector(), node.labels())) {
@@ -229,21 +232,63 @@ public final class LabCluster implements AutoCloseable {
       agents.put(node.name(), component("device-plugin/" + node.name(), ReferenceDeployment.withPlaces(deployment.devicePlugin().args(), agentPlaces), env));
     }
 
-    scheduler.start();
     agents.values().forEach(ComponentProcess::start);
+    // The scheduler pod: its init container first, as kubelet runs it — the real `vgpu certificates`
+    // command, run in this JVM (a JVM of its own would only add start-up time) — then the scheduler.
+    runCertificates(podVolumes, kubeconfig);
+    scheduler.start();
 
     KubeSchedulerConfig kubeSchedulerConfig = KubeSchedulerConfig.of(deployment.schedulerConfiguration());
     URI prefix = kubeSchedulerConfig.extender().urlPrefix();
     int extenderPort = labPort(labPorts, prefix.getPort() < 0 ? 443 : prefix.getPort(), "the extender's urlPrefix " + prefix);
-    kubeScheduler = new KubeSchedulerStandIn(client, kubeSchedulerConfig, URI.create("https://127.0.0.1:" + extenderPort + prefix.getRawPath()), clientTls, () -> nodeOrder,
-        schedulerPodName);
+    kubeScheduler = new KubeSchedulerStandIn(client, kubeSchedulerConfig, URI.create("https://127.0.0.1:" + extenderPort + prefix.getRawPath()),
+        kubeSchedulerTls(kubeSchedulerConfig, podVolumes), () -> nodeOrder, schedulerPodName);
     int webhookPort = deployment.webhookContainerPort();
-    api.admission(new AdmissionWebhookCaller(deployment.webhookConfiguration(), URI.create("https://127.0.0.1:" + labPort(labPorts, webhookPort, "the webhook's Service port")),
-        ca.clientContext(null)));
+    api.admission(webhookName, URI.create("https://127.0.0.1:" + labPort(labPorts, webhookPort, "the webhook's Service port")));
 
     awaitSchedulerReady();
     for (String node : agents.keySet()) {
       awaitAgentReady(node, -1);
+    }
+  }
+
+  /**
+   * The scheduler pod's init container: makes the serving certificate (kept in a Secret, its CA patched
+   * into the webhook's caBundle) and kube-scheduler's client certificate, into the pod's volumes.
+   */
+  private void runCertificates(Map<String, Path> podVolumes, Path kubeconfig) {
+    List<String> args = ReferenceDeployment.withPlaces(deployment.certificates().argsWithVolumes(podVolumes), Map.of("--kubeconfig", kubeconfig.toString()));
+    Path log = workspace.file("logs/certificates.log");
+    StringWriter output = new StringWriter();
+    int code;
+    try (PrintWriter out = new PrintWriter(output)) {
+      code = Vgpu.run(args.toArray(String[]::new), out, out);
+    }
+    try {
+      Files.writeString(log, String.join(" ", args) + "\n" + output);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot write " + log, e);
+    }
+    if (code != 0) {
+      throw new UnavailableException("the scheduler pod's init container (vgpu certificates) failed with exit code " + code + ": "
+          + output.toString().lines().findFirst().orElse("") + " (log: " + log + ")");
+    }
+  }
+
+  /** kube-scheduler's TLS to the extender, from the files its configuration names in its container's volumes. */
+  private SSLContext kubeSchedulerTls(KubeSchedulerConfig config, Map<String, Path> podVolumes) {
+    ReferenceDeployment.Container container = deployment.kubeScheduler();
+    KubeSchedulerConfig.Extender extender = config.extender();
+    try {
+      List<X509Certificate> trusted =
+          extender.caFile().isEmpty() ? List.of() : TlsContexts.certificates(Path.of(container.inVolume(extender.caFile(), podVolumes)));
+      Optional<PemCredentials> client =
+          extender.certFile().isEmpty()
+              ? Optional.empty()
+              : Optional.of(PemCredentials.read(Path.of(container.inVolume(extender.certFile(), podVolumes)), Path.of(container.inVolume(extender.keyFile(), podVolumes))));
+      return TlsContexts.client(trusted, client);
+    } catch (IOException e) {
+      throw new UnavailableException("kube-scheduler cannot read the certificates its configuration names: " + e.getMessage());
     }
   }
 
@@ -252,6 +297,19 @@ public final class LabCluster implements AutoCloseable {
     launches.add(launch);
     Path log = workspace.file("logs/" + name.replace('/', '-') + ".log");
     return new ComponentProcess(name, launch.command(), env, log);
+  }
+
+  /**
+   * The scheduler's arguments with the scenario's policies: the chart renders its values
+   * {@code scheduler.defaultSchedulerPolicy.*} into these two flags, which win over the device config, so
+   * a scenario's {@code nodeSchedulerPolicy}/{@code gpuSchedulerPolicy} plays those values.
+   */
+  private static List<String> withValues(List<String> args, DeviceConfig config) {
+    Map<String, String> policies = new LinkedHashMap<>();
+    policies.put("--node-scheduler-policy", config.nodeSchedulerPolicy());
+    policies.put("--gpu-scheduler-policy", config.gpuSchedulerPolicy());
+    policies.keySet().removeIf(flag -> args.stream().noneMatch(a -> a.equals(flag) || a.startsWith(flag + "=")));
+    return ReferenceDeployment.withPlaces(args, policies);
   }
 
   /** The port a {@code --flag=host:port} argument binds, if the manifest passes the flag. */
@@ -317,6 +375,12 @@ public final class LabCluster implements AutoCloseable {
               .build();
       client.nodes().resource(node).create();
     }
+    // What the chart installs besides workloads and that the lab's stand-ins read from the API: the
+    // webhook configuration (its caBundle is patched by the scheduler pod's init container).
+    JsonNode webhook = deployment.webhookConfiguration();
+    webhookName = webhook.path("metadata").path("name").asString("");
+    client.admissionRegistration().v1().mutatingWebhookConfigurations()
+        .resource(PodJson.mapper().treeToValue(webhook, MutatingWebhookConfiguration.class)).create();
     scenario.quotas().forEach((ns, limits) -> {
       Map<String, Quantity> hard = new LinkedHashMap<>();
       if (limits.memoryMiB() != QuotaLimits.UNLIMITED) {
@@ -348,24 +412,15 @@ public final class LabCluster implements AutoCloseable {
   }
 
   private boolean schedulerReady() {
-    for (URI uri : List.of(URI.create("http://127.0.0.1:" + schedulerMetricsPort + "/readyz"), URI.create("https://127.0.0.1:" + schedulerPort + "/readyz"))) {
-      try {
-        HttpClient http = uri.getScheme().equals("https") ? tlsHttp : plainHttp;
-        HttpResponse<String> r = http.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(2)).GET().build(), HttpResponse.BodyHandlers.ofString());
-        if (r.statusCode() == 200) {
-          return true;
-        }
-        if (r.statusCode() == 503) {
-          return false;
-        }
-      } catch (IOException e) {
-        // not listening yet
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return false;
-      }
+    URI readyz = URI.create("http://127.0.0.1:" + schedulerMetricsPort + "/readyz");
+    try {
+      return plainHttp.send(HttpRequest.newBuilder(readyz).timeout(Duration.ofSeconds(2)).GET().build(), HttpResponse.BodyHandlers.ofString()).statusCode() == 200;
+    } catch (IOException e) {
+      return false; // not listening yet
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
     }
-    return false;
   }
 
   /**
@@ -435,6 +490,7 @@ public final class LabCluster implements AutoCloseable {
     writeDeviceConfig(written);
     if (schedulerChanged) {
       scheduler.stop();
+      scheduler = component(SCHEDULER, withValues(schedulerArgs, next), schedulerEnv);
       scheduler.start();
     }
     Map<String, Integer> before = new LinkedHashMap<>();
