@@ -12,7 +12,6 @@ import io.vgpu.api.PolicyOverrides;
 import io.vgpu.api.ScoringWeights;
 import io.vgpu.api.spi.CardDemand;
 import io.vgpu.api.spi.NodeView;
-import io.vgpu.api.spi.PlacementPolicy;
 import io.vgpu.api.spi.PlacementPolicyProvider;
 import io.vgpu.api.spi.PlacementView;
 import java.util.HashMap;
@@ -174,35 +173,18 @@ class EngineCpuTest {
 
   /** A policy that writes down the free CPU of every node it ranks or scores, and the pod's CPU. */
   private static PlacementPolicyProvider recording(List<String> seen) {
-    return new PlacementPolicyProvider() {
+    return IndexOrderPolicy.provider("recording", () -> new IndexOrderPolicy("recording") {
       @Override
-      public String name() {
-        return "recording";
+      public void rankCards(NodeView node, CardDemand demand, int[] order) {
+        seen.add("rank " + node.name() + " " + node.freeCpuMilli());
+        super.rankCards(node, demand, order);
       }
 
       @Override
-      public PlacementPolicy create() {
-        return new PlacementPolicy() {
-          @Override
-          public String name() {
-            return "recording";
-          }
-
-          @Override
-          public void rankCards(NodeView node, CardDemand demand, int[] order) {
-            seen.add("rank " + node.name() + " " + node.freeCpuMilli());
-            for (int d = 0; d < node.deviceCount(); d++) {
-              order[d] = d;
-            }
-          }
-
-          @Override
-          public double scoreNode(NodeView node, PlacementView placement) {
-            seen.add("score " + node.name() + " " + node.freeCpuMilli() + " pod " + placement.cpuMilli());
-            return node.name().equals("n0") ? 1 : 0;
-          }
-        };
+      public double scoreNode(NodeView node, PlacementView placement) {
+        seen.add("score " + node.name() + " " + node.freeCpuMilli() + " pod " + placement.cpuMilli());
+        return node.name().equals("n0") ? 1 : 0;
       }
-    };
+    });
   }
 }

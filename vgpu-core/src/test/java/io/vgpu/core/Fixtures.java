@@ -7,10 +7,8 @@ import io.vgpu.api.PodRef;
 import io.vgpu.api.PodRequest;
 import io.vgpu.api.SchedulableDevice;
 import io.vgpu.api.spi.CardDemand;
-import io.vgpu.api.spi.NodeView;
 import io.vgpu.api.spi.PlacementPolicy;
 import io.vgpu.api.spi.PlacementPolicyProvider;
-import io.vgpu.api.spi.PlacementView;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Consumer;
@@ -27,39 +25,12 @@ final class Fixtures {
    * filter fast path for it: it claims to need every placement.
    */
   static PlacementPolicyProvider inIndexOrder(String name, Consumer<CardDemand> observer) {
-    return new PlacementPolicyProvider() {
+    return IndexOrderPolicy.provider(name, () -> new IndexOrderPolicy(name) {
       @Override
-      public String name() {
-        return name;
+      public void observe(CardDemand demand) {
+        observer.accept(demand);
       }
-
-      @Override
-      public PlacementPolicy create() {
-        return new PlacementPolicy() {
-          @Override
-          public String name() {
-            return name;
-          }
-
-          @Override
-          public void rankCards(NodeView node, CardDemand demand, int[] order) {
-            for (int d = 0; d < node.deviceCount(); d++) {
-              order[d] = d;
-            }
-          }
-
-          @Override
-          public double scoreNode(NodeView node, PlacementView placement) {
-            return 0;
-          }
-
-          @Override
-          public void observe(CardDemand demand) {
-            observer.accept(demand);
-          }
-        };
-      }
-    };
+    });
   }
 
   /** An engine with HAMi's defaults and only the built-in policies. */

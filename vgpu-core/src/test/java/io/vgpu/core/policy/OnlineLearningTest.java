@@ -13,12 +13,11 @@ import io.vgpu.api.PolicyOverrides;
 import io.vgpu.api.SchedulableDevice;
 import io.vgpu.api.ScoringWeights;
 import io.vgpu.api.spi.CardDemand;
-import io.vgpu.api.spi.NodeView;
 import io.vgpu.api.spi.PlacementPolicy;
 import io.vgpu.api.spi.PlacementPolicyProvider;
-import io.vgpu.api.spi.PlacementView;
 import io.vgpu.api.spi.PodDemand;
 import io.vgpu.core.Engine;
+import io.vgpu.core.IndexOrderPolicy;
 import io.vgpu.core.NodeDevices;
 import io.vgpu.core.Placement;
 import java.util.ArrayList;
@@ -148,41 +147,14 @@ class OnlineLearningTest {
   }
 
   private static PlacementPolicyProvider listening(List<Map<String, Long>> heard) {
-    return new PlacementPolicyProvider() {
+    return IndexOrderPolicy.provider("listening", () -> new IndexOrderPolicy("listening") {
       @Override
-      public String name() {
-        return "listening";
-      }
+      public void observe(PodDemand pod) {}
 
       @Override
-      public PlacementPolicy create() {
-        return new PlacementPolicy() {
-          @Override
-          public String name() {
-            return "listening";
-          }
-
-          @Override
-          public void rankCards(NodeView node, CardDemand demand, int[] order) {
-            for (int d = 0; d < node.deviceCount(); d++) {
-              order[d] = d;
-            }
-          }
-
-          @Override
-          public double scoreNode(NodeView node, PlacementView placement) {
-            return 0;
-          }
-
-          @Override
-          public void observe(PodDemand pod) {}
-
-          @Override
-          public void cardTypesRegistered(Map<String, Long> cardsByType) {
-            heard.add(cardsByType);
-          }
-        };
+      public void cardTypesRegistered(Map<String, Long> cardsByType) {
+        heard.add(cardsByType);
       }
-    };
+    });
   }
 }
