@@ -16,6 +16,7 @@ import io.vgpu.examples.lab.components.ComponentProcess;
 import io.vgpu.examples.lab.components.JavaCommand;
 import io.vgpu.examples.lab.components.LabCertificateAuthority;
 import io.vgpu.examples.lab.components.ReferenceDeployment;
+import io.vgpu.examples.lab.components.SchedulerLaunch;
 import io.vgpu.examples.lab.kubelet.CgroupPlacement;
 import io.vgpu.examples.lab.kubelet.ContainerRuntime;
 import io.vgpu.examples.lab.kubelet.KubeletStandIn;
@@ -34,8 +35,6 @@ import io.vgpu.k8s.simulate.ScenarioEvent;
 import io.vgpu.k8s.yaml.JacksonTrees;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -45,14 +44,12 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 import javax.net.ssl.SSLContext;
@@ -91,9 +88,7 @@ public final class LabCluster implements AutoCloseable {
   private ComponentProcess scheduler;
   private KubeSchedulerStandIn kubeScheduler;
   private HttpClient tlsHttp;
-  private int schedulerPort;
-  private int schedulerMetricsPort;
-  private String schedulerPodName;
+  private SchedulerLaunch launch;
   private DeviceConfig config;
   private Path deviceConfigFile;
 
@@ -179,37 +174,19 @@ public final class LabCluster implements AutoCloseable {
       }
     }
 
-    schedulerPort = freePort();
-    schedulerMetricsPort = freePort();
-    schedulerPodName = "vgpu-scheduler-" + HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextInt()).substring(0, 5);
-    Map<String, String> places = new LinkedHashMap<>();
-    // Each listener the manifest binds gets a free loopback port; a port the manifest names (the
-    // extender's urlPrefix, the webhook Service's port) is then reached at the lab port of the listener
-    // the manifest bound to it.
-    places.put("--http_bind", "127.0.0.1:" + schedulerPort);
-    places.put("--metrics-bind-address", "127.0.0.1:" + schedulerMetricsPort);
-    Map<Integer, Integer> labPorts = new LinkedHashMap<>();
-    for (String flag : List.of("--http_bind", "--extender-bind-address")) {
-      Optional<Integer> declared = flagPort(deployment.scheduler().args(), flag);
-      if (declared.isPresent()) {
-        int port = flag.equals("--http_bind") ? schedulerPort : freePort();
-        places.put(flag, "127.0.0.1:" + port);
-        labPorts.put(declared.get(), port);
-      }
-    }
-    places.put("--cert_file", serving.certFile().toString());
-    places.put("--key_file", serving.keyFile().toString());
-    places.put("--device-config-file", deviceConfigFile.toString());
-    places.put("--kubeconfig", kubeconfig.toString());
-    Map<String, String> schedulerEnv = new LinkedHashMap<>(deployment.scheduler().env());
-    deployment.scheduler().fieldEnv().forEach((k, field) -> schedulerEnv.put(k, field.equals("metadata.name") ? schedulerPodName : ""));
-    scheduler = component(SCHEDULER, ReferenceDeployment.withPlaces(deployment.scheduler().args(), places), schedulerEnv);
+    Map<String, String> files = new LinkedHashMap<>();
+    files.put("--cert_file", serving.certFile().toString());
+    files.put("--key_file", serving.keyFile().toString());
+    files.put("--device-config-file", deviceConfigFile.toString());
+    files.put("--kubeconfig", kubeconfig.toString());
+    launch = SchedulerLaunch.plan(deployment, files);
+    scheduler = component(SCHEDULER, launch.args(), launch.env());
 
     for (NodeSpec node : scenario.nodes()) {
       if (!machines.get(node.name()).hasGpus() || !selects(deployment.devicePlugin().nodeSelector(), node.labels())) {
         continue;
       }
-      int metrics = freePort();
+      int metrics = SchedulerLaunch.freePort();
       agentMetricsPorts.put(node.name(), metrics);
       Map<String, String> agentPlaces = new LinkedHashMap<>();
       agentPlaces.put("--device-config-file", deviceConfigFile.toString());
@@ -232,11 +209,11 @@ public final class LabCluster implements AutoCloseable {
 
     KubeSchedulerConfig kubeSchedulerConfig = KubeSchedulerConfig.of(deployment.schedulerConfiguration());
     URI prefix = kubeSchedulerConfig.extender().urlPrefix();
-    int extenderPort = labPort(labPorts, prefix.getPort() < 0 ? 443 : prefix.getPort(), "the extender's urlPrefix " + prefix);
+    int extenderPort = launch.labPort(prefix.getPort() < 0 ? 443 : prefix.getPort(), "the extender's urlPrefix " + prefix);
     kubeScheduler = new KubeSchedulerStandIn(client, kubeSchedulerConfig, URI.create("https://127.0.0.1:" + extenderPort + prefix.getRawPath()), clientTls, () -> nodeOrder,
-        schedulerPodName);
+        launch.podName());
     int webhookPort = deployment.webhookConfiguration().path("webhooks").path(0).path("clientConfig").path("service").path("port").asInt(443);
-    api.admission(new AdmissionWebhookCaller(deployment.webhookConfiguration(), URI.create("https://127.0.0.1:" + labPort(labPorts, webhookPort, "the webhook's Service port")),
+    api.admission(new AdmissionWebhookCaller(deployment.webhookConfiguration(), URI.create("https://127.0.0.1:" + launch.labPort(webhookPort, "the webhook's Service port")),
         ca.clientContext(null)));
 
     awaitSchedulerReady();
@@ -252,40 +229,8 @@ public final class LabCluster implements AutoCloseable {
     return new ComponentProcess(name, launch.command(), env, log);
   }
 
-  /** The port a {@code --flag=host:port} argument binds, if the manifest passes the flag. */
-  private static Optional<Integer> flagPort(List<String> args, String flag) {
-    for (String arg : args) {
-      if (arg.startsWith(flag + "=")) {
-        String value = arg.substring(flag.length() + 1);
-        int colon = value.lastIndexOf(':');
-        try {
-          return Optional.of(Integer.parseInt(value.substring(colon + 1)));
-        } catch (NumberFormatException e) {
-          return Optional.empty();
-        }
-      }
-    }
-    return Optional.empty();
-  }
-
-  private static int labPort(Map<Integer, Integer> labPorts, int declared, String what) {
-    Integer port = labPorts.get(declared);
-    if (port == null) {
-      throw new UnavailableException(what + " names port " + declared + ", which no listener of the reference deployment's scheduler binds");
-    }
-    return port;
-  }
-
   private static boolean selects(Map<String, String> selector, Map<String, String> labels) {
     return selector.entrySet().stream().allMatch(e -> e.getValue().equals(labels.get(e.getKey())));
-  }
-
-  private static int freePort() {
-    try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-      return socket.getLocalPort();
-    } catch (IOException e) {
-      throw new UncheckedIOException("no free port", e);
-    }
   }
 
   // --- API objects
@@ -346,7 +291,7 @@ public final class LabCluster implements AutoCloseable {
   }
 
   private boolean schedulerReady() {
-    for (URI uri : List.of(URI.create("http://127.0.0.1:" + schedulerMetricsPort + "/readyz"), URI.create("https://127.0.0.1:" + schedulerPort + "/readyz"))) {
+    for (URI uri : List.of(URI.create("http://127.0.0.1:" + launch.metricsPort() + "/readyz"), URI.create("https://127.0.0.1:" + launch.httpPort() + "/readyz"))) {
       try {
         HttpClient http = uri.getScheme().equals("https") ? tlsHttp : plainHttp;
         HttpResponse<String> r = http.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(2)).GET().build(), HttpResponse.BodyHandlers.ofString());
@@ -450,7 +395,7 @@ public final class LabCluster implements AutoCloseable {
   /** Every component's metrics now: {@code scheduler}, and {@code nodes} by node name. */
   public ObjectNode scrape() {
     ObjectNode out = YAML.createObjectNode();
-    out.set("scheduler", metrics(schedulerMetricsPort));
+    out.set("scheduler", metrics(launch.metricsPort()));
     ObjectNode nodes = out.putObject("nodes");
     agentMetricsPorts.forEach((node, port) -> nodes.set(node, metrics(port)));
     return out;
