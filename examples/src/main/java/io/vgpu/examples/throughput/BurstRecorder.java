@@ -19,6 +19,7 @@ final class BurstRecorder implements KubeSchedulerStandIn.ExtenderTimings {
   private final List<Long> binds = new ArrayList<>();
   private final Map<String, Integer> bindErrors = new LinkedHashMap<>();
   private int filterMisses;
+  private int successfulBinds;
   private final Set<PodRef> allocated = ConcurrentHashMap.newKeySet();
   private final Map<PodRef, String> refused = new ConcurrentHashMap<>();
 
@@ -33,7 +34,9 @@ final class BurstRecorder implements KubeSchedulerStandIn.ExtenderTimings {
   @Override
   public synchronized void bound(PodRef pod, String node, long nanos, String error) {
     binds.add(nanos);
-    if (!error.isEmpty()) {
+    if (error.isEmpty()) {
+      successfulBinds++;
+    } else {
       // One kind per message shape: node names and times vary, the reason does not.
       String kind = error.replaceAll("node \\S+", "node N").replaceAll("\\d+", "#");
       bindErrors.merge(kind, 1, Integer::sum);
@@ -56,6 +59,7 @@ final class BurstRecorder implements KubeSchedulerStandIn.ExtenderTimings {
     binds.clear();
     bindErrors.clear();
     filterMisses = 0;
+    successfulBinds = 0;
   }
 
   /** How many of {@code pods} the kubelet allocated. */
@@ -87,6 +91,11 @@ final class BurstRecorder implements KubeSchedulerStandIn.ExtenderTimings {
   /** Filter calls that placed no pod (no node fits, or an error). */
   synchronized int filterMisses() {
     return filterMisses;
+  }
+
+  /** Binds the extender accepted (kube-scheduler binds a pod once, so one per pod placed). */
+  synchronized int successfulBinds() {
+    return successfulBinds;
   }
 
   /** Binds the extender refused, by kind of error. */

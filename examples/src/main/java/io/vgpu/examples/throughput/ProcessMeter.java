@@ -64,6 +64,16 @@ final class ProcessMeter {
     return heapMiB(jcmd("GC.heap_info"));
   }
 
+  /** Starts a Flight Recorder recording of the process, sampling methods as JFR's {@code profile} settings do. */
+  void startRecording(Path file) {
+    jcmd("JFR.start", "name=throughput-bench", "settings=profile", "filename=" + file.toAbsolutePath());
+  }
+
+  /** Stops that recording and writes it out. */
+  void stopRecording() {
+    jcmd("JFR.stop", "name=throughput-bench");
+  }
+
   /** The sum of the generations' {@code used} in {@code GC.heap_info}'s output (metaspace is not heap). */
   static double heapMiB(String heapInfo) {
     Matcher m = GENERATION.matcher(heapInfo);
@@ -79,12 +89,14 @@ final class ProcessMeter {
     return usedKiB / 1024.0;
   }
 
-  private String jcmd(String command) {
+  private String jcmd(String... command) {
+    List<String> line = new java.util.ArrayList<>(List.of(jcmd.toString(), Long.toString(pid)));
+    line.addAll(List.of(command));
     try {
-      Process p = new ProcessBuilder(List.of(jcmd.toString(), Long.toString(pid), command)).redirectErrorStream(true).start();
+      Process p = new ProcessBuilder(line).redirectErrorStream(true).start();
       String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
       if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
-        throw new UnavailableException("jcmd " + pid + " " + command + " failed: " + out.lines().findFirst().orElse(""));
+        throw new UnavailableException("jcmd " + pid + " " + String.join(" ", command) + " failed: " + out.lines().findFirst().orElse(""));
       }
       return out;
     } catch (IOException e) {

@@ -12,6 +12,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import org.jspecify.annotations.Nullable;
 import picocli.CommandLine;
@@ -63,6 +64,10 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
       description = "The scheduler JVM's options, space-separated (default: none, the JVM's own ergonomics), e.g. -XX:StartFlightRecording=filename=s.jfr.")
   @Nullable String schedulerJavaOptions;
 
+  @Option(names = "--profile", paramLabel = "FILE",
+      description = "Record the scheduler with Java Flight Recorder during the measured burst (one size only), e.g. s.jfr; read it with jfr print or JDK Mission Control.")
+  @Nullable Path profile;
+
   @Option(names = "--output", defaultValue = "text", description = "text or json (default ${DEFAULT-VALUE}).")
   Output output;
 
@@ -90,7 +95,7 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
     for (int n : nodes) {
       int w = warmup != null ? warmup : Math.min(200, n);
       ThroughputRun.Settings settings =
-          new ThroughputRun.Settings(n, pods, running, w, bindsInFlight, kubeletThreads, seed, timeout, javaOptions());
+          new ThroughputRun.Settings(n, pods, running, w, bindsInFlight, kubeletThreads, seed, timeout, javaOptions(), Optional.ofNullable(profile));
       try (LabWorkspace workspace = keep == null ? LabWorkspace.temporary() : LabWorkspace.kept(nodes.size() == 1 ? keep : keep.resolve(n + "-nodes"))) {
         results.add(new ThroughputRun(home, settings, progress).run(workspace));
       }
@@ -108,7 +113,12 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
         throw new UncheckedIOException("cannot write --plot " + plot, e);
       }
     }
-    return results.stream().allMatch(r -> r.audit().lostCount() == 0 && r.audit().overbookedCount() == 0) ? 0 : 1;
+    return results.stream().allMatch(ThroughputBenchCommand::sound) ? 0 : 1;
+  }
+
+  /** Every pod placed and bound once, no card over-committed. */
+  static boolean sound(ThroughputResult r) {
+    return r.audit().lostCount() == 0 && r.audit().overbookedCount() == 0 && r.successfulBinds() == r.pods();
   }
 
   private void validate() {
@@ -120,6 +130,9 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
     positive("--kubelet-threads", kubeletThreads);
     if (running < 0) {
       throw new CommandLine.ParameterException(spec.commandLine(), "--running " + running + " must not be negative");
+    }
+    if (profile != null && nodes.size() > 1) {
+      throw new CommandLine.ParameterException(spec.commandLine(), "--profile records one run: give one --nodes size");
     }
     if (warmup != null && warmup < 0) {
       throw new CommandLine.ParameterException(spec.commandLine(), "--warmup " + warmup + " must not be negative");

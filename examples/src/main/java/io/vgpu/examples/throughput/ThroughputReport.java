@@ -31,6 +31,7 @@ final class ThroughputReport {
     o.put("running", r.running());
     o.put("podsPerSecond", r.podsPerSecond());
     o.put("schedulerCpuMsPerPod", r.schedulerCpuMsPerPod());
+    o.put("standInCpuMsPerPod", r.standInCpuMsPerPod());
     o.put("filterP50Ms", r.filterP50Ms());
     o.put("filterP99Ms", r.filterP99Ms());
     o.put("bindP50Ms", r.bindP50Ms());
@@ -41,6 +42,7 @@ final class ThroughputReport {
     o.put("burstSeconds", r.burstSeconds());
     o.put("bindsInFlight", r.bindsInFlight());
     o.put("placed", r.audit().placed());
+    o.put("binds", r.successfulBinds());
     o.put("lost", r.audit().lostCount());
     o.put("overbookedCards", r.audit().overbookedCount());
     ArrayNode problems = o.putArray("problems");
@@ -79,9 +81,12 @@ final class ThroughputReport {
       String where = r.nodes() + " nodes: ";
       r.audit().lost().forEach(l -> out.append(where).append("not placed: ").append(l).append('\n'));
       r.audit().overbooked().forEach(l -> out.append(where).append("over-committed: ").append(l).append('\n'));
+      if (r.successfulBinds() != r.pods()) {
+        out.append(where).append(r.successfulBinds()).append(" binds accepted for ").append(r.pods()).append(" pods\n");
+      }
       r.bindRejections().forEach((kind, n) -> out.append(where).append(n).append(" binds refused: ").append(kind).append('\n'));
-      out.append(where).append(String.format(Locale.ROOT, "burst %.2f s, set-up %.1f s, %d binds in flight, load average %s%n",
-          r.burstSeconds(), r.setupSeconds(), r.bindsInFlight(), r.loadAverage()));
+      out.append(where).append(String.format(Locale.ROOT, "burst %.2f s, stand-ins' CPU %.2f ms per pod, set-up %.1f s, %d binds in flight, load average %s%n",
+          r.burstSeconds(), r.standInCpuMsPerPod(), r.setupSeconds(), r.bindsInFlight(), r.loadAverage()));
     }
     return out.toString();
   }

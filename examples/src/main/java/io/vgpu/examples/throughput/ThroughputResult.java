@@ -13,6 +13,8 @@ import java.util.Map;
  * @param burstSeconds from the first pod's creation to the last pod's handshake done
  * @param podsPerSecond the burst's pods over {@code burstSeconds}
  * @param schedulerCpuMsPerPod the scheduler process's CPU time during the burst, per pod
+ * @param standInCpuMsPerPod this process's CPU time during the burst, per pod: the API server, kube-scheduler
+ *     and kubelet stand-ins
  * @param filterP50Ms median filter call as kube-scheduler timed it (HTTPS and JSON included)
  * @param filterP99Ms 99th percentile of the same
  * @param bindP50Ms median bind call
@@ -21,6 +23,7 @@ import java.util.Map;
  * @param residentMiB the scheduler process's resident memory after the burst
  * @param enginePodsPerSecond the same burst through the engine in this JVM
  * @param audit whether every pod was placed once and no card over-committed
+ * @param successfulBinds binds the extender accepted during the burst: one per pod when none was bound twice
  * @param bindRejections binds the extender refused during the burst, by kind (kube-scheduler retried them)
  * @param filterMisses filter calls during the burst that placed no pod
  * @param setupSeconds building the cluster and starting the scheduler, including its ledger rebuild
@@ -34,6 +37,7 @@ record ThroughputResult(
     double burstSeconds,
     double podsPerSecond,
     double schedulerCpuMsPerPod,
+    double standInCpuMsPerPod,
     double filterP50Ms,
     double filterP99Ms,
     double bindP50Ms,
@@ -42,6 +46,7 @@ record ThroughputResult(
     double residentMiB,
     double enginePodsPerSecond,
     PlacementAudit audit,
+    int successfulBinds,
     Map<String, Integer> bindRejections,
     int filterMisses,
     double setupSeconds,

@@ -71,9 +71,19 @@ final class ThroughputRun {
    * @param seed the seed of the pods' shares
    * @param timeout how long the burst may take
    * @param schedulerJavaOptions the scheduler JVM's options
+   * @param profile where to write a Flight Recorder recording of the scheduler during the measured burst, if anywhere
    */
   record Settings(
-      int nodes, int pods, int running, int warmup, int bindsInFlight, int kubeletThreads, long seed, Duration timeout, List<String> schedulerJavaOptions) {}
+      int nodes,
+      int pods,
+      int running,
+      int warmup,
+      int bindsInFlight,
+      int kubeletThreads,
+      long seed,
+      Duration timeout,
+      List<String> schedulerJavaOptions,
+      Optional<Path> profile) {}
 
   private final LabHome home;
   private final Settings settings;
@@ -147,11 +157,18 @@ final class ThroughputRun {
           }
           recorder.resetTimings();
           ProcessMeter meter = new ProcessMeter(scheduler.pid());
+          ProcessMeter standIns = new ProcessMeter(ProcessHandle.current().pid());
           double loadBefore = loadAverage();
           say("burst: %d pods onto %d nodes", burst.size(), settings.nodes());
+          settings.profile().ifPresent(meter::startRecording);
           double cpuBefore = meter.cpuMillis();
+          double standInsBefore = standIns.cpuMillis();
           double seconds = burst(client, burst, recorder, scheduler, settings.timeout());
           double cpu = meter.cpuMillis() - cpuBefore;
+          double standInCpu = standIns.cpuMillis() - standInsBefore;
+          if (settings.profile().isPresent()) {
+            meter.stopRecording();
+          }
           double loadAfter = loadAverage();
           double heap = meter.heapAfterFullGcMiB();
           double resident = meter.residentMiB();
@@ -169,6 +186,7 @@ final class ThroughputRun {
               round(seconds, 3),
               round(burst.size() / seconds, 1),
               round(cpu / burst.size(), 3),
+              round(standInCpu / burst.size(), 3),
               round(BurstRecorder.percentile(filters, 50), 2),
               round(BurstRecorder.percentile(filters, 99), 2),
               round(BurstRecorder.percentile(binds, 50), 2),
@@ -177,6 +195,7 @@ final class ThroughputRun {
               round(resident, 1),
               round(engine, 1),
               audit,
+              recorder.successfulBinds(),
               recorder.bindErrors(),
               recorder.filterMisses(),
               round(setupSeconds, 2),
