@@ -54,6 +54,11 @@ BEGIN {
         next
     }
     if (symbol !~ /^cu[A-Za-z0-9_]+$/) fail("bad symbol '" symbol "'")
+    if (params == "alias") { # another base name the driver resolves to a symbol exported above
+        if (!(symbol in exported)) fail("alias of a symbol not exported above: " symbol)
+        if (what == "proctable") printf "VGPU_PROC(\"%s\", %d, %d, %s)\n", base, version, per_thread, symbol
+        next
+    }
     if (symbol in exported) fail("symbol exported twice: " symbol)
     exported[symbol] = 1
     if (what == "prototypes") printf "VGPU_EXPORT CUresult %s(%s);\n", symbol, params

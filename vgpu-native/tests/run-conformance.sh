@@ -105,7 +105,7 @@ exports_check() {
     local leaked
     leaked=$(nm -D --defined-only "$LIBVGPU" | awk '{print $3}' | grep -Ev '^(cu|nvml)[A-Za-z0-9_]+$|^dlsym$')
     [ -z "$leaked" ] || { echo "  libvgpu.so exports internals: $leaked" >&2; missing=1; }
-    echo "  $(grep -v '^#' "$(dirname "$0")/../src/api/cuda_api.def" | grep -vc '^-') driver functions, $(nm -D --defined-only "$NATIVE/libnvidia-ml.so.1" | grep -c ' T nvml') NVML functions exported" >&2
+    echo "  $(grep -v '^#' "$(dirname "$0")/../src/api/cuda_api.def" | awk -F'|' '{gsub(/ /,"",$1); if ($1 != "-" && $1 != "") print $1}' | sort -u | wc -l) driver functions, $(nm -D --defined-only "$NATIVE/libnvidia-ml.so.1" | grep -c ' T nvml') NVML functions exported" >&2
     return $missing
 }
 
@@ -155,6 +155,7 @@ check nvml-identity "VGPU_MOCK_CONFIG=$WORK/devices.list" -- "$BIN" nvml-identit
 check nvml-memory-processes -- "$BIN" nvml-memory-processes
 check nvml-utilization -- "$BIN" nvml-utilization
 check nvml-xid-lost VGPU_MOCK_CONFIG=A100-SXM4-40GB:2 VGPU_MOCK_INJECT=xid:0:31 -- "$BIN" nvml-xid-lost
+check mock-graphs -- "$BIN" mock-graphs
 
 # ---- libvgpu.so over the mocks --------------------------------------------------------------------
 
@@ -212,6 +213,8 @@ check region-rewrite-used-words "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" regio
 check region-rewrite-limit-words "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" region-rewrite-limit-words
 check region-rewrite-compute-switch "$P" CUDA_DEVICE_MEMORY_LIMIT=1g CUDA_DEVICE_SM_LIMIT=20 -- \
     "$BIN" region-rewrite-compute-switch
+check region-rewrite-compute-pacer "$P" CUDA_DEVICE_SM_LIMIT=20 GPU_CORE_UTILIZATION_POLICY=force -- \
+    "$BIN" region-rewrite-compute-pacer
 
 # ---- never a crash, never silently off ------------------------------------------------------------
 
@@ -228,6 +231,13 @@ check malformed-limit-fails-cuinit "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" ma
 check region-unavailable-no-exit "$P" CUDA_DEVICE_MEMORY_LIMIT=1g \
     CUDA_DEVICE_MEMORY_SHARED_CACHE=/nonexistent/vgpu/region -- "$BIN" region-unavailable-no-exit
 check no-system-calls "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" no-system-calls
+
+# ---- graphs, stream-ordered frees, bounded waits ---------------------------------------------------
+
+check graph-launch-paced "$P" CUDA_DEVICE_SM_LIMIT=25 GPU_CORE_UTILIZATION_POLICY=force -- "$BIN" graph-launch-paced
+check graph-memory-counted "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" graph-memory-counted
+check free-async-when-done "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" free-async-when-done
+check launch-wait-bounded "$P" CUDA_DEVICE_SM_LIMIT=10 GPU_CORE_UTILIZATION_POLICY=force -- "$BIN" launch-wait-bounded
 
 if [ -f "$CUDA_INCLUDE/cuda.h" ]; then
     for mode in default per-thread; do
@@ -257,18 +267,32 @@ check probe-spawn -- "$BIN" probe-spawn
 check probe-escape -- "$BIN" probe-escape
 check probe-compute -- "$BIN" probe-compute
 
-for percent in 10 25 50 75; do
-    check "sm-limit-$percent" -- "$BIN" sm-limit "$percent"
+# Compute accuracy: one process, three processes of one container, and two containers on one card.
+for configuration in 10 25 50 75 10x3 25x3 50x3 75x3 10+75x3 25x3+50 50+50; do
+    check "sm-limit-$configuration" -- "$BIN" sm-limit "$configuration"
 done
-check overhead-alloc-free -- "$BIN" overhead-alloc-free
-check overhead-launch -- "$BIN" overhead-launch
+# Wall-clock overhead is a benchmark, not a check: on a shared 2-core machine the mock alone swings from
+# 1 to 6 us per allocation pair, so any bound tight enough to mean something fails at random. The suite
+# holds the deterministic half (no-system-calls: nothing on the hot paths enters the kernel); `make bench`
+# (VGPU_OVERHEAD=1) runs these, and scripts/count-instructions.sh counts what no load can disturb.
+if [ "${VGPU_OVERHEAD:-0}" = 1 ]; then
+    check overhead-alloc-free -- "$BIN" overhead-alloc-free
+    check overhead-launch -- "$BIN" overhead-launch
+    check overhead-launch-limited -- "$BIN" overhead-launch-limited
+elif [ -z "$FILTER" ]; then
+    skip overhead-alloc-free,launch,launch-limited "wall-clock benchmarks: make bench"
+fi
 
 if [ -s "$WORK/measurements" ]; then
     echo
-    echo "compute limit accuracy (share of device time, mock A100, kernels of 10-200 us independent of their grids, unlimited competitor):"
-    printf '  %-8s %-10s %-11s %-10s\n' limit achieved competitor device
-    awk '/^sm-accuracy/ { split($2,t,"="); split($3,a,"="); split($4,c,"="); split($5,d,"=");
-         printf "  %-8s %-10s %-11s %-10s\n", t[2] "%", a[2] "%", c[2] "%", d[2] "%" }' "$WORK/measurements"
+    if grep -q '^sm-accuracy' "$WORK/measurements"; then
+        echo "compute limit accuracy (share of the device clock, mock A100, kernels of 10-200 us independent of their grids):"
+        printf '  %-8s %-6s %-10s %-9s %-22s %-8s\n' config limit processes achieved beside device
+        awk '/^sm-accuracy/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2]; k[i] = kv[1] }
+             beside = ("competitor" in v) ? "unlimited " v["competitor"] "%" : "other container " v["other"] "%";
+             printf "  %-8s %-6s %-10s %-9s %-22s %-8s\n", v["config"], v["target"] "%", v["processes"], v["achieved"] "%", beside, v["device"] "%";
+             delete v }' "$WORK/measurements"
+    fi
     grep '^overhead' "$WORK/measurements" | sed 's/^/  /'
     echo
 fi

@@ -110,7 +110,13 @@ static void uncharge_context(struct mock_context *context) {
 
 void mock_context_release_resources(struct mock_context *context) {
     mock_wait_until(atomic_load(&context->last_end_ns));
+    mock_release_due_frees();
+    pthread_mutex_lock(&context->lock);
+    for (struct mock_stream *stream = context->streams; stream != NULL; stream = stream->next) mock_capture_abandon(stream);
+    mock_capture_abandon(&context->legacy_stream);
+    pthread_mutex_unlock(&context->lock);
     mock_free_context_allocations(context);
+    mock_graphs_release_context(context);
     pthread_mutex_lock(&context->lock);
     struct mock_stream *stream = context->streams;
     struct mock_event *event = context->events;
@@ -360,6 +366,7 @@ CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx) {
 static CUresult synchronize_context(struct mock_context *context) {
     if (mock_device_lost(context->ordinal)) return CUDA_ERROR_DEVICE_UNAVAILABLE;
     mock_wait_until(atomic_load(&context->last_end_ns));
+    mock_release_due_frees();
     return CUDA_SUCCESS;
 }
 
@@ -546,6 +553,7 @@ static CUresult destroy_stream(CUstream hStream) {
     pthread_mutex_unlock(&context->lock);
     if (!found) return CUDA_ERROR_INVALID_HANDLE;
     /* Work already queued still completes; destroying does not wait for it. */
+    mock_capture_abandon(stream);
     stream->magic = MOCK_DEAD_MAGIC;
     free(stream);
     return CUDA_SUCCESS;
@@ -564,8 +572,10 @@ static CUresult synchronize_stream(CUstream hStream, bool per_thread_default) {
     struct mock_stream *stream = NULL;
     CUresult result = mock_resolve_stream(hStream, per_thread_default, &stream);
     if (result != CUDA_SUCCESS) return result;
+    if (stream->capture != NULL) return mock_capture_unsupported(stream);
     if (mock_device_lost(stream->context->ordinal)) return CUDA_ERROR_DEVICE_UNAVAILABLE;
     mock_wait_until(stream_completion(stream));
+    mock_release_due_frees();
     return CUDA_SUCCESS;
 }
 
@@ -576,6 +586,8 @@ static CUresult query_stream(CUstream hStream, bool per_thread_default) {
     struct mock_stream *stream = NULL;
     CUresult result = mock_resolve_stream(hStream, per_thread_default, &stream);
     if (result != CUDA_SUCCESS) return result;
+    if (stream->capture != NULL) return mock_capture_unsupported(stream);
+    mock_release_due_frees();
     return vgpu_now_ns() >= stream_completion(stream) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
@@ -589,6 +601,7 @@ static CUresult stream_wait_event(CUstream hStream, CUevent hEvent, unsigned fla
     struct mock_event *event = (struct mock_event *)hEvent;
     if (flags > 1) return CUDA_ERROR_INVALID_VALUE;
     if (event == NULL || event->magic != MOCK_EVENT_MAGIC) return CUDA_ERROR_INVALID_HANDLE;
+    if (stream->capture != NULL) return mock_capture_unsupported(stream);
     if (event->recorded) mock_stream_mark(stream, event->time_ns);
     return CUDA_SUCCESS;
 }
@@ -672,6 +685,7 @@ static CUresult record_event(CUevent hEvent, CUstream hStream, bool per_thread_d
     struct mock_stream *stream = NULL;
     CUresult result = mock_resolve_stream(hStream, per_thread_default, &stream);
     if (result != CUDA_SUCCESS) return result;
+    if (stream->capture != NULL) return mock_capture_unsupported(stream);
     uint64_t now = vgpu_now_ns(), done = stream_completion(stream);
     event->time_ns = done > now ? done : now;
     event->recorded = true;
@@ -691,6 +705,7 @@ CUresult cuEventQuery(CUevent hEvent) {
     MOCK_REQUIRE_INIT();
     struct mock_event *event = event_of(hEvent);
     if (event == NULL) return CUDA_ERROR_INVALID_HANDLE;
+    mock_release_due_frees();
     return (!event->recorded || vgpu_now_ns() >= event->time_ns) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
@@ -699,6 +714,7 @@ CUresult cuEventSynchronize(CUevent hEvent) {
     struct mock_event *event = event_of(hEvent);
     if (event == NULL) return CUDA_ERROR_INVALID_HANDLE;
     if (event->recorded) mock_wait_until(event->time_ns);
+    mock_release_due_frees();
     return CUDA_SUCCESS;
 }
 

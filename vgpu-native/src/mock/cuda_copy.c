@@ -20,27 +20,23 @@ static CUresult wait_default_stream(bool per_thread) {
     return CUDA_SUCCESS;
 }
 
-static CUresult check_stream(CUstream hStream, bool per_thread) {
-    struct mock_stream *stream = NULL;
-    return mock_resolve_stream(hStream, per_thread, &stream);
-}
-
 enum copy_mode { COPY_SYNC, COPY_SYNC_PER_THREAD, COPY_ASYNC, COPY_ASYNC_PER_THREAD };
 
-static CUresult prologue(enum copy_mode mode, CUstream hStream) {
+/* Waits for what a synchronous call waits for, or resolves an asynchronous call's stream: *capturing is
+ * that stream when it is being captured into a graph (the call is then recorded, not done). */
+static CUresult prologue(enum copy_mode mode, CUstream hStream, struct mock_stream **capturing) {
+    *capturing = NULL;
     MOCK_REQUIRE_INIT();
-    switch (mode) {
-        case COPY_SYNC: return wait_default_stream(false);
-        case COPY_SYNC_PER_THREAD: return wait_default_stream(true);
-        case COPY_ASYNC: return check_stream(hStream, false);
-        default: return check_stream(hStream, true);
-    }
+    if (mode == COPY_SYNC || mode == COPY_SYNC_PER_THREAD) return wait_default_stream(mode == COPY_SYNC_PER_THREAD);
+    struct mock_stream *stream = NULL;
+    CUresult result = mock_resolve_stream(hStream, mode == COPY_ASYNC_PER_THREAD, &stream);
+    if (result == CUDA_SUCCESS && stream->capture != NULL) *capturing = stream;
+    return result;
 }
 
-static CUresult copy_linear(void *destination, const void *source, size_t bytes, bool destination_is_device,
-                            bool source_is_device, enum copy_mode mode, CUstream hStream) {
-    CUresult result = prologue(mode, hStream);
-    if (result != CUDA_SUCCESS) return result;
+CUresult mock_copy_now(void *destination, const void *source, size_t bytes, bool destination_is_device,
+                       bool source_is_device) {
+    CUresult result = CUDA_SUCCESS;
     if (bytes > 0 && (destination == NULL || source == NULL)) return CUDA_ERROR_INVALID_VALUE;
     if (destination_is_device && (result = check_device_range((CUdeviceptr)(uintptr_t)destination, bytes)) != CUDA_SUCCESS)
         return result;
@@ -48,6 +44,16 @@ static CUresult copy_linear(void *destination, const void *source, size_t bytes,
         return result;
     if (bytes > 0) memmove(destination, source, bytes);
     return CUDA_SUCCESS;
+}
+
+static CUresult copy_linear(void *destination, const void *source, size_t bytes, bool destination_is_device,
+                            bool source_is_device, enum copy_mode mode, CUstream hStream) {
+    struct mock_stream *capturing = NULL;
+    CUresult result = prologue(mode, hStream, &capturing);
+    if (result != CUDA_SUCCESS) return result;
+    if (capturing != NULL)
+        return mock_capture_copy(capturing, destination, source, bytes, destination_is_device, source_is_device);
+    return mock_copy_now(destination, source, bytes, destination_is_device, source_is_device);
 }
 
 #define DEVICE_POINTER(address) ((void *)(uintptr_t)(address))
@@ -188,8 +194,10 @@ static void copy_strided(const struct copy_side *destination, const struct copy_
 
 static CUresult copy_2d(const CUDA_MEMCPY2D *copy, enum copy_mode mode, CUstream hStream) {
     if (copy == NULL) return CUDA_ERROR_INVALID_VALUE;
-    CUresult result = prologue(mode, hStream);
+    struct mock_stream *capturing = NULL;
+    CUresult result = prologue(mode, hStream, &capturing);
     if (result != CUDA_SUCCESS) return result;
+    if (capturing != NULL) return mock_capture_unsupported(capturing);
     struct copy_shape shape = {copy->WidthInBytes, copy->Height, 1};
     struct copy_side source, destination;
     if ((result = locate_side(copy->srcMemoryType, copy->srcHost, copy->srcDevice, copy->srcArray, copy->srcPitch, 0,
@@ -212,8 +220,10 @@ CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy, CUstream hStream) {
 
 static CUresult copy_3d(const CUDA_MEMCPY3D *copy, enum copy_mode mode, CUstream hStream) {
     if (copy == NULL || copy->srcLOD != 0 || copy->dstLOD != 0) return CUDA_ERROR_INVALID_VALUE;
-    CUresult result = prologue(mode, hStream);
+    struct mock_stream *capturing = NULL;
+    CUresult result = prologue(mode, hStream, &capturing);
     if (result != CUDA_SUCCESS) return result;
+    if (capturing != NULL) return mock_capture_unsupported(capturing);
     struct copy_shape shape = {copy->WidthInBytes, copy->Height, copy->Depth};
     struct copy_side source, destination;
     if ((result = locate_side(copy->srcMemoryType, copy->srcHost, copy->srcDevice, copy->srcArray, copy->srcPitch,
@@ -235,14 +245,12 @@ CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy, CUstream hStream) {
 /* ---- memset -------------------------------------------------------------------------------- */
 
 /* Fills height rows of width elements of element_bytes each, rows pitch bytes apart. */
-static CUresult fill(CUdeviceptr destination, size_t pitch, unsigned value, size_t element_bytes, size_t width,
-                     size_t height, enum copy_mode mode, CUstream hStream) {
-    CUresult result = prologue(mode, hStream);
-    if (result != CUDA_SUCCESS) return result;
+CUresult mock_fill_now(CUdeviceptr destination, size_t pitch, unsigned value, size_t element_bytes, size_t width,
+                       size_t height) {
     if (width == 0 || height == 0) return CUDA_SUCCESS;
     size_t row_bytes = width * element_bytes;
     if (pitch < row_bytes || destination % element_bytes != 0) return CUDA_ERROR_INVALID_VALUE;
-    result = check_device_range(destination, (height - 1) * pitch + row_bytes);
+    CUresult result = check_device_range(destination, (height - 1) * pitch + row_bytes);
     if (result != CUDA_SUCCESS) return result;
     for (size_t row = 0; row < height; row++) {
         char *start = (char *)(uintptr_t)destination + row * pitch;
@@ -257,6 +265,15 @@ static CUresult fill(CUdeviceptr destination, size_t pitch, unsigned value, size
         }
     }
     return CUDA_SUCCESS;
+}
+
+static CUresult fill(CUdeviceptr destination, size_t pitch, unsigned value, size_t element_bytes, size_t width,
+                     size_t height, enum copy_mode mode, CUstream hStream) {
+    struct mock_stream *capturing = NULL;
+    CUresult result = prologue(mode, hStream, &capturing);
+    if (result != CUDA_SUCCESS) return result;
+    if (capturing != NULL) return mock_capture_fill(capturing, destination, pitch, value, element_bytes, width, height);
+    return mock_fill_now(destination, pitch, value, element_bytes, width, height);
 }
 
 #define MEMSET_1D(name, type, size, mode)                                   \

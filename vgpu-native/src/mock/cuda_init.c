@@ -11,7 +11,7 @@
 #include "common/util.h"
 #include "mock/cuda_internal.h"
 
-struct mock_driver mock_driver = {.memory_lock = PTHREAD_MUTEX_INITIALIZER};
+struct mock_driver mock_driver = {.memory_lock = PTHREAD_MUTEX_INITIALIZER, .graph_lock = PTHREAD_MUTEX_INITIALIZER};
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static CUresult init_result = CUDA_ERROR_NOT_INITIALIZED;
 static bool init_attempted;

@@ -27,12 +27,16 @@
 #define MOCK_MIPMAP_MAGIC 0x4d49505du
 #define MOCK_POOL_MAGIC 0x504f4f31u
 #define MOCK_VMM_MAGIC 0x564d4d31u
+#define MOCK_GRAPH_MAGIC 0x47525031u
+#define MOCK_GRAPH_NODE_MAGIC 0x474e4f31u
+#define MOCK_GRAPH_EXEC_MAGIC 0x47455831u
 #define MOCK_DEAD_MAGIC 0xdeadbeefu
 
 #define MOCK_VMM_GRANULARITY (2ULL << 20)
 #define MOCK_CONTEXT_STACK_DEPTH 32
 
 struct mock_context;
+struct mock_capture;
 
 struct mock_stream {
     uint32_t magic;
@@ -42,6 +46,7 @@ struct mock_stream {
     bool per_thread;
     uint64_t id;
     _Atomic uint64_t last_end_ns; /* virtual time at which the work queued so far completes */
+    struct mock_capture *capture; /* non-NULL while the stream is being captured into a graph */
     struct mock_stream *next;     /* in context->streams */
 };
 
@@ -110,6 +115,7 @@ enum mock_allocation_kind {
     MOCK_ALLOC_HOST,
     MOCK_ALLOC_HOST_REGISTERED,
     MOCK_ALLOC_VMM_RANGE,
+    MOCK_ALLOC_GRAPH,                /* a graph allocation while it is live; its memory is the graph pool's */
 };
 
 struct mock_pool {
@@ -132,6 +138,23 @@ struct mock_allocation {
     struct mock_pool *pool;
     unsigned host_flags;
     uint64_t buffer_id;
+    struct mock_graph_allocation *graph_allocation; /* MOCK_ALLOC_GRAPH */
+};
+
+/* A block of device memory whose stream-ordered free is enqueued: it returns to the device when its
+ * stream reaches the free (at_ns in virtual time), noticed at the next memory, synchronisation or query
+ * call of this process. */
+struct mock_pending_free {
+    struct mock_allocation *allocation;
+    uint64_t at_ns;
+    struct mock_pending_free *next;
+};
+
+/* Memory the graphs of one device hold (cuDeviceGraphMemTrim, cuDeviceGetGraphMemAttribute). */
+struct mock_graph_pool {
+    uint64_t reserved;               /* taken from the device for graphs */
+    uint64_t reserved_high;
+    uint64_t used_high;
 };
 
 struct mock_array {
@@ -180,6 +203,10 @@ struct mock_driver {
     pthread_mutex_t memory_lock;                         /* guards allocations and mappings */
     struct vgpu_ptrmap allocations;                      /* base address -> struct mock_allocation */
     struct vgpu_ptrmap vmm_mappings;                     /* mapped address -> struct mock_vmm_mapping */
+    struct mock_pending_free *pending_frees;             /* under memory_lock */
+    _Atomic int pending_free_count;
+    pthread_mutex_t graph_lock;                          /* guards graphs, executable graphs and graph pools */
+    struct mock_graph_pool graph_pools[MOCK_MAX_DEVICES];
     _Atomic uint64_t next_id;
 };
 
@@ -210,6 +237,11 @@ void mock_stream_mark(struct mock_stream *stream, uint64_t end_ns);
 void mock_context_release_resources(struct mock_context *context);
 
 /* Memory (cuda_memory.c). */
+/* Books bytes on a device for this process (returning dead processes' memory first when full). */
+bool mock_charge_device(int ordinal, uint64_t bytes);
+void mock_uncharge_device(int ordinal, uint64_t bytes);
+/* Returns the blocks whose stream-ordered frees have happened; cheap when none is pending. */
+void mock_release_due_frees(void);
 CUresult mock_allocate_device(CUdeviceptr *pointer, size_t bytes, int ordinal, enum mock_allocation_kind kind,
                               struct mock_context *context, struct mock_pool *pool);
 CUresult mock_free_allocation(CUdeviceptr pointer);
@@ -220,18 +252,65 @@ struct mock_allocation *mock_find_allocation(CUdeviceptr address);
 bool mock_device_range_valid(CUdeviceptr address, size_t bytes);
 struct mock_array *mock_array_from_handle(CUarray handle);
 
+/* Copies and memsets done now, on validated ranges (cuda_copy.c): what a graph's copy and memset nodes do. */
+CUresult mock_copy_now(void *destination, const void *source, size_t bytes, bool destination_is_device,
+                       bool source_is_device);
+CUresult mock_fill_now(CUdeviceptr destination, size_t pitch, unsigned value, size_t element_bytes, size_t width,
+                       size_t height);
+
 /* Modules (cuda_module.c). */
 void mock_module_destroy(struct mock_module *module);
+/* The function behind a CUfunction or CUkernel handle, or NULL. */
+struct mock_function *mock_function_of(const void *handle);
 
 /* What a launch does (kernels.c). */
 struct mock_kernel_geometry {
     unsigned grid[3], block[3];
 };
+/* Checks a launch of function with this geometry on the device of ordinal (cuda_module.c). */
+CUresult mock_launch_check(const struct mock_function *function, const struct mock_kernel_geometry *geometry,
+                           unsigned shared_bytes, bool cooperative, int ordinal);
+/* Runs a checked launch and books it on the stream's device clock (cuda_module.c). */
+CUresult mock_launch_run(const struct mock_function *function, const struct mock_kernel_geometry *geometry,
+                         void **kernelParams, void **extra, struct mock_stream *stream);
+/* A launch's parameter values copied, as a graph node keeps them: `pointers` is the kernelParams array
+ * to launch with. NULL with *result CUDA_SUCCESS for a kernel the mock runs no code for. */
+struct mock_kernel_arguments {
+    size_t bytes;                    /* of the whole block */
+    unsigned count;
+    void *pointers[4];
+    unsigned char values[];
+};
+struct mock_kernel_arguments *mock_kernel_arguments_copy(const struct mock_function *function, void **kernelParams,
+                                                         void **extra, CUresult *result);
+struct mock_kernel_arguments *mock_kernel_arguments_clone(const struct mock_kernel_arguments *arguments);
 /* The reference kernel of that name, or NULL. */
 const struct mock_reference_kernel *mock_reference_kernel_named(const char *name);
 /* Runs one launch of function: decodes its parameters (kernelParams, or the extra buffer), does a
  * reference kernel's work, and sets the device time the launch takes. Nothing happens on an error. */
 CUresult mock_kernel_run(const struct mock_function *function, const struct mock_kernel_geometry *geometry,
                          void **kernelParams, void **extra, uint64_t *duration_ns);
+
+/* Graphs and stream capture (cuda_graph.c). A capturing stream records what is enqueued on it as
+ * nodes of its capture's graph, chained in stream order, instead of running it. */
+CUresult mock_capture_kernel(struct mock_stream *stream, const struct mock_function *function,
+                             const struct mock_kernel_geometry *geometry, unsigned shared_bytes, void **kernelParams,
+                             void **extra);
+CUresult mock_capture_alloc(struct mock_stream *stream, CUdeviceptr *pointer, size_t bytes, int ordinal);
+CUresult mock_capture_free(struct mock_stream *stream, CUdeviceptr pointer);
+CUresult mock_capture_copy(struct mock_stream *stream, void *destination, const void *source, size_t bytes,
+                           bool destination_is_device, bool source_is_device);
+CUresult mock_capture_fill(struct mock_stream *stream, CUdeviceptr destination, size_t pitch, unsigned value,
+                           size_t element_bytes, size_t width, size_t height);
+/* Ends a stream's capture, if any, destroying the graph it was building (the stream or its context is
+ * destroyed). Caller holds the stream's context lock or owns the stream. */
+void mock_capture_abandon(struct mock_stream *stream);
+/* What the mock cannot record into a graph, or must not do while capturing (synchronising the stream):
+ * invalidates the capture and returns CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. */
+CUresult mock_capture_unsupported(struct mock_stream *stream);
+/* A live graph allocation freed outside its graph (cuMemFree, cuMemFreeAsync). */
+void mock_graph_allocation_freed(struct mock_graph_allocation *allocation);
+/* Destroys the executable graphs and graphs made in a context, and trims the graph pools. */
+void mock_graphs_release_context(struct mock_context *context);
 
 #endif

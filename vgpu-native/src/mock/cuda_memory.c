@@ -31,7 +31,7 @@ static void *reserve_address_space(size_t bytes) {
 
 /* Books bytes on the device; when full, returns memory of dead processes first, as the real driver
  * frees a process's memory when it exits. */
-static bool charge_device(int ordinal, uint64_t bytes) {
+bool mock_charge_device(int ordinal, uint64_t bytes) {
     unsigned physical = mock_physical(ordinal);
     uint64_t capacity = mock_capacity_bytes(ordinal);
     if (mock_state_charge(mock_driver.state, mock_driver.process, physical, bytes, capacity)) return true;
@@ -39,7 +39,7 @@ static bool charge_device(int ordinal, uint64_t bytes) {
            mock_state_charge(mock_driver.state, mock_driver.process, physical, bytes, capacity);
 }
 
-static void uncharge_device(int ordinal, uint64_t bytes) {
+void mock_uncharge_device(int ordinal, uint64_t bytes) {
     mock_state_uncharge(mock_driver.state, mock_driver.process, mock_physical(ordinal), bytes);
 }
 
@@ -54,13 +54,14 @@ CUresult mock_allocate_device(CUdeviceptr *pointer, size_t bytes, int ordinal, e
                               struct mock_context *context, struct mock_pool *pool) {
     if (pointer == NULL || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
     if (mock_device_lost(ordinal)) return CUDA_ERROR_DEVICE_UNAVAILABLE;
-    if (!charge_device(ordinal, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
+    mock_release_due_frees();
+    if (!mock_charge_device(ordinal, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
     struct mock_allocation *allocation = calloc(1, sizeof *allocation);
     size_t mapped = round_up(bytes, page_size());
     void *memory = allocation != NULL ? reserve_address_space(mapped) : NULL;
     if (memory == NULL) {
         free(allocation);
-        uncharge_device(ordinal, bytes);
+        mock_uncharge_device(ordinal, bytes);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     *allocation = (struct mock_allocation){.base = (CUdeviceptr)(uintptr_t)memory, .size = bytes, .mapped_size = mapped,
@@ -69,7 +70,7 @@ CUresult mock_allocate_device(CUdeviceptr *pointer, size_t bytes, int ordinal, e
     if (record_allocation(allocation) != CUDA_SUCCESS) {
         munmap(memory, mapped);
         free(allocation);
-        uncharge_device(ordinal, bytes);
+        mock_uncharge_device(ordinal, bytes);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     if (pool != NULL) {
@@ -83,14 +84,19 @@ CUresult mock_allocate_device(CUdeviceptr *pointer, size_t bytes, int ordinal, e
 }
 
 static void release_allocation(struct mock_allocation *allocation) {
+    if (allocation->kind == MOCK_ALLOC_GRAPH) { /* its address and memory belong to its graph */
+        mock_graph_allocation_freed(allocation->graph_allocation);
+        free(allocation);
+        return;
+    }
     if (allocation->mapped_size > 0) munmap((void *)(uintptr_t)allocation->base, allocation->mapped_size);
-    if (allocation->ordinal >= 0) uncharge_device(allocation->ordinal, allocation->size);
+    if (allocation->ordinal >= 0) mock_uncharge_device(allocation->ordinal, allocation->size);
     if (allocation->pool != NULL) atomic_fetch_sub(&allocation->pool->used_current, allocation->size);
     free(allocation);
 }
 
 #define KIND(kind) (1U << (kind))
-#define DEVICE_KINDS (KIND(MOCK_ALLOC_DEVICE) | KIND(MOCK_ALLOC_MANAGED) | KIND(MOCK_ALLOC_POOL))
+#define DEVICE_KINDS (KIND(MOCK_ALLOC_DEVICE) | KIND(MOCK_ALLOC_MANAGED) | KIND(MOCK_ALLOC_POOL) | KIND(MOCK_ALLOC_GRAPH))
 
 /* Removes and returns the allocation starting at base if its kind is in kinds (a KIND() mask). */
 static struct mock_allocation *take_allocation(CUdeviceptr base, unsigned kinds) {
@@ -107,6 +113,57 @@ CUresult mock_free_allocation(CUdeviceptr pointer) {
     if (allocation == NULL) return CUDA_ERROR_INVALID_VALUE;
     release_allocation(allocation);
     return CUDA_SUCCESS;
+}
+
+/* ---- stream-ordered frees -------------------------------------------------------------------- */
+
+/* The block leaves the driver's allocations at once (the program may not use it for new work), and
+ * returns to the device when its stream reaches the free. */
+static CUresult free_in_stream_order(CUdeviceptr pointer, uint64_t at_ns) {
+    struct mock_pending_free *pending = malloc(sizeof *pending);
+    if (pending == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+    struct mock_allocation *allocation = take_allocation(pointer, DEVICE_KINDS);
+    if (allocation == NULL) {
+        free(pending);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (at_ns <= vgpu_now_ns()) {
+        free(pending);
+        release_allocation(allocation);
+        return CUDA_SUCCESS;
+    }
+    *pending = (struct mock_pending_free){allocation, at_ns, NULL};
+    pthread_mutex_lock(&mock_driver.memory_lock);
+    pending->next = mock_driver.pending_frees;
+    mock_driver.pending_frees = pending;
+    atomic_fetch_add(&mock_driver.pending_free_count, 1);
+    pthread_mutex_unlock(&mock_driver.memory_lock);
+    return CUDA_SUCCESS;
+}
+
+void mock_release_due_frees(void) {
+    if (atomic_load_explicit(&mock_driver.pending_free_count, memory_order_acquire) == 0) return;
+    uint64_t now = vgpu_now_ns();
+    struct mock_pending_free *due = NULL;
+    pthread_mutex_lock(&mock_driver.memory_lock);
+    for (struct mock_pending_free **link = &mock_driver.pending_frees; *link != NULL;) {
+        struct mock_pending_free *pending = *link;
+        if (pending->at_ns > now) {
+            link = &pending->next;
+            continue;
+        }
+        *link = pending->next;
+        pending->next = due;
+        due = pending;
+        atomic_fetch_sub(&mock_driver.pending_free_count, 1);
+    }
+    pthread_mutex_unlock(&mock_driver.memory_lock);
+    while (due != NULL) {
+        struct mock_pending_free *next = due->next;
+        release_allocation(due->allocation);
+        free(due);
+        due = next;
+    }
 }
 
 struct context_sweep {
@@ -212,6 +269,7 @@ CUresult cuMemFree_v2(CUdeviceptr dptr) {
 CUresult cuMemGetInfo_v2(size_t *free, size_t *total) {
     /* Either output may be omitted (OptiX asks for total alone); both omitted is an error. */
     if (free == NULL && total == NULL) return CUDA_ERROR_INVALID_VALUE;
+    mock_release_due_frees();
     struct mock_context *context = NULL;
     CUresult result = mock_require_context(&context);
     if (result != CUDA_SUCCESS) return result;
@@ -335,7 +393,8 @@ CUresult cuMemHostUnregister(void *p) {
 static CUresult pointer_attribute(void *data, CUpointer_attribute attribute, const struct mock_allocation *allocation,
                                   CUdeviceptr ptr) {
     bool device = allocation->kind == MOCK_ALLOC_DEVICE || allocation->kind == MOCK_ALLOC_MANAGED ||
-                  allocation->kind == MOCK_ALLOC_POOL || allocation->kind == MOCK_ALLOC_VMM_RANGE;
+                  allocation->kind == MOCK_ALLOC_POOL || allocation->kind == MOCK_ALLOC_VMM_RANGE ||
+                  allocation->kind == MOCK_ALLOC_GRAPH;
     bool host_accessible = !device || allocation->kind == MOCK_ALLOC_MANAGED;
     switch (attribute) {
         case CU_POINTER_ATTRIBUTE_CONTEXT: *(CUcontext *)data = (CUcontext)allocation->context; break;
@@ -534,6 +593,7 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool) {
 CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
     (void)minBytesToKeep; /* the mock pool never caches freed memory, so there is nothing to trim */
     MOCK_REQUIRE_INIT();
+    mock_release_due_frees();
     return pool_of(pool) != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
@@ -559,6 +619,7 @@ CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void
 
 CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value) {
     MOCK_REQUIRE_INIT();
+    mock_release_due_frees();
     struct mock_pool *target = pool_of(pool);
     if (target == NULL || value == NULL) return CUDA_ERROR_INVALID_VALUE;
     switch (attr) {
@@ -602,6 +663,7 @@ static CUresult allocate_from_pool(CUdeviceptr *dptr, size_t bytesize, struct mo
     CUresult result = mock_resolve_stream(hStream, per_thread, &stream);
     if (result != CUDA_SUCCESS) return result;
     if (pool == NULL) pool = mock_driver.current_pool[stream->context->ordinal];
+    if (stream->capture != NULL) return mock_capture_alloc(stream, dptr, bytesize, pool->ordinal);
     return mock_allocate_device(dptr, bytesize, pool->ordinal, MOCK_ALLOC_POOL, NULL, pool);
 }
 
@@ -623,13 +685,17 @@ CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemo
     return target == NULL ? CUDA_ERROR_INVALID_VALUE : allocate_from_pool(dptr, bytesize, target, hStream, true);
 }
 
-/* The block returns to the device at once: no kernel reads mock memory, so nothing can still be
- * using it when the stream reaches the free. */
+/* The block returns to the device when the stream reaches the free: after the work queued on it before. */
 static CUresult free_async(CUdeviceptr dptr, CUstream hStream, bool per_thread) {
     struct mock_stream *stream = NULL;
     CUresult result = mock_resolve_stream(hStream, per_thread, &stream);
     if (result != CUDA_SUCCESS) return result;
-    return dptr == 0 ? CUDA_ERROR_INVALID_VALUE : mock_free_allocation(dptr);
+    if (dptr == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (stream->capture != NULL) return mock_capture_free(stream, dptr);
+    uint64_t reached = (!stream->per_thread && stream == &stream->context->legacy_stream)
+                           ? atomic_load(&stream->context->last_end_ns)
+                           : atomic_load(&stream->last_end_ns);
+    return free_in_stream_order(dptr, reached);
 }
 
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) { return free_async(dptr, hStream, false); }
@@ -644,7 +710,7 @@ static struct mock_vmm_allocation *vmm_of(CUmemGenericAllocationHandle handle) {
 
 static void vmm_unreference(struct mock_vmm_allocation *allocation) {
     if (atomic_fetch_sub(&allocation->references, 1) != 1) return;
-    if (allocation->charged) uncharge_device(allocation->ordinal, allocation->size);
+    if (allocation->charged) mock_uncharge_device(allocation->ordinal, allocation->size);
     close(allocation->fd);
     allocation->magic = MOCK_DEAD_MAGIC;
     free(allocation);
@@ -681,12 +747,12 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CU
     if (!mock_ordinal_valid(prop->location.id)) return CUDA_ERROR_INVALID_DEVICE;
     int ordinal = prop->location.id;
     if (mock_device_lost(ordinal)) return CUDA_ERROR_DEVICE_UNAVAILABLE;
-    if (!charge_device(ordinal, size)) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!mock_charge_device(ordinal, size)) return CUDA_ERROR_OUT_OF_MEMORY;
     struct mock_vmm_allocation *allocation = calloc(1, sizeof *allocation);
     int fd = allocation != NULL ? create_backing(size) : -1;
     if (fd < 0) {
         free(allocation);
-        uncharge_device(ordinal, size);
+        mock_uncharge_device(ordinal, size);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     allocation->magic = MOCK_VMM_MAGIC;
@@ -932,12 +998,12 @@ static CUresult create_array(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *de
     size_t element = 0, bytes = array_bytes(descriptor, &element);
     if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
     if (mock_device_lost(context->ordinal)) return CUDA_ERROR_DEVICE_UNAVAILABLE;
-    if (!charge_device(context->ordinal, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!mock_charge_device(context->ordinal, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
     struct mock_array *array = calloc(1, sizeof *array);
     char *data = array != NULL ? reserve_address_space(round_up(bytes, page_size())) : NULL;
     if (data == NULL) {
         free(array);
-        uncharge_device(context->ordinal, bytes);
+        mock_uncharge_device(context->ordinal, bytes);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     *array = (struct mock_array){.magic = MOCK_ARRAY_MAGIC, .descriptor = *descriptor, .element_bytes = element,
@@ -963,7 +1029,7 @@ CUresult cuArrayDestroy(CUarray hArray) {
     struct mock_array *array = mock_array_from_handle(hArray);
     if (array == NULL || !array->owns_data) return CUDA_ERROR_INVALID_HANDLE;
     munmap(array->data, round_up(array->bytes, page_size()));
-    uncharge_device(array->ordinal, array->charged_bytes);
+    mock_uncharge_device(array->ordinal, array->charged_bytes);
     array->magic = MOCK_DEAD_MAGIC;
     free(array);
     return CUDA_SUCCESS;
@@ -1018,14 +1084,14 @@ CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DE
         free(mipmap);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    if (!charge_device(context->ordinal, total)) {
+    if (!mock_charge_device(context->ordinal, total)) {
         free(levels);
         free(mipmap);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     char *data = reserve_address_space(round_up(total, page_size()));
     if (data == NULL) {
-        uncharge_device(context->ordinal, total);
+        mock_uncharge_device(context->ordinal, total);
         free(levels);
         free(mipmap);
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -1056,7 +1122,7 @@ CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray) {
     struct mock_mipmap *mipmap = mipmap_of(hMipmappedArray);
     if (mipmap == NULL) return CUDA_ERROR_INVALID_HANDLE;
     munmap(mipmap->data, round_up(mipmap->bytes, page_size()));
-    uncharge_device(mipmap->ordinal, mipmap->bytes);
+    mock_uncharge_device(mipmap->ordinal, mipmap->bytes);
     for (unsigned level = 0; level < mipmap->levels; level++) mipmap->level_arrays[level].magic = MOCK_DEAD_MAGIC;
     free(mipmap->level_arrays);
     mipmap->magic = MOCK_DEAD_MAGIC;

@@ -289,7 +289,7 @@ CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary handle) {
     return CUDA_SUCCESS;
 }
 
-static struct mock_function *function_of(const void *handle) {
+struct mock_function *mock_function_of(const void *handle) {
     struct mock_function *function = (struct mock_function *)handle;
     return (function != NULL && function->magic == MOCK_FUNCTION_MAGIC) ? function : NULL;
 }
@@ -299,7 +299,7 @@ CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel) {
     struct mock_context *context = NULL;
     CUresult result = mock_require_context(&context); /* the driver loads the kernel into the current context */
     if (result != CUDA_SUCCESS) return result;
-    if (function_of(kernel) == NULL) return CUDA_ERROR_INVALID_HANDLE;
+    if (mock_function_of(kernel) == NULL) return CUDA_ERROR_INVALID_HANDLE;
     *pFunc = (CUfunction)kernel;
     return CUDA_SUCCESS;
 }
@@ -307,7 +307,7 @@ CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel) {
 CUresult cuKernelGetName(const char **name, CUkernel hfunc) {
     if (name == NULL) return CUDA_ERROR_INVALID_VALUE;
     MOCK_REQUIRE_INIT();
-    struct mock_function *function = function_of(hfunc);
+    struct mock_function *function = mock_function_of(hfunc);
     if (function == NULL) return CUDA_ERROR_INVALID_HANDLE;
     *name = function->name;
     return CUDA_SUCCESS;
@@ -320,7 +320,7 @@ CUresult cuFuncGetName(const char **name, CUfunction hfunc) { return cuKernelGet
 CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc) {
     if (pi == NULL) return CUDA_ERROR_INVALID_VALUE;
     MOCK_REQUIRE_INIT();
-    struct mock_function *function = function_of(hfunc);
+    struct mock_function *function = mock_function_of(hfunc);
     if (function == NULL) return CUDA_ERROR_INVALID_HANDLE;
     switch (attrib) {
         case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
@@ -346,7 +346,7 @@ CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfu
 
 CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value) {
     MOCK_REQUIRE_INIT();
-    struct mock_function *function = function_of(hfunc);
+    struct mock_function *function = mock_function_of(hfunc);
     if (function == NULL) return CUDA_ERROR_INVALID_HANDLE;
     switch (attrib) {
         case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
@@ -369,7 +369,7 @@ CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int v
 
 CUresult cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config) {
     MOCK_REQUIRE_INIT();
-    struct mock_function *function = function_of(hfunc);
+    struct mock_function *function = mock_function_of(hfunc);
     if (function == NULL) return CUDA_ERROR_INVALID_HANDLE;
     if ((int)config < CU_FUNC_CACHE_PREFER_NONE || config > CU_FUNC_CACHE_PREFER_EQUAL) return CUDA_ERROR_INVALID_VALUE;
     function->cache_config = config;
@@ -396,7 +396,7 @@ static CUresult occupancy(int *numBlocks, CUfunction func, int blockSize, size_t
     struct mock_context *context = NULL;
     CUresult result = mock_require_context(&context);
     if (result != CUDA_SUCCESS) return result;
-    if (function_of(func) == NULL) return CUDA_ERROR_INVALID_HANDLE;
+    if (mock_function_of(func) == NULL) return CUDA_ERROR_INVALID_HANDLE;
     const struct mock_device *device = mock_driver.devices[context->ordinal];
     /* Blocks are scheduled in whole warps. */
     unsigned warp_rounded = ((unsigned)blockSize + 31) / 32 * 32;
@@ -422,34 +422,48 @@ struct launch {
     bool per_thread;
 };
 
+CUresult mock_launch_check(const struct mock_function *function, const struct mock_kernel_geometry *geometry,
+                           unsigned shared_bytes, bool cooperative, int ordinal) {
+    uint64_t threads_per_block = (uint64_t)geometry->block[0] * geometry->block[1] * geometry->block[2];
+    uint64_t blocks = (uint64_t)geometry->grid[0] * geometry->grid[1] * geometry->grid[2];
+    if (blocks == 0 || threads_per_block == 0 || threads_per_block > 1024 || geometry->block[2] > 64 ||
+        geometry->grid[1] > 65535 || geometry->grid[2] > 65535 || geometry->grid[0] > 2147483647u)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (shared_bytes > (unsigned)function->max_dynamic_shared) return CUDA_ERROR_INVALID_VALUE;
+    const struct mock_device *device = mock_driver.devices[ordinal];
+    uint64_t per_wave = (uint64_t)device->profile->multiprocessors *
+                        resident_blocks_per_multiprocessor(device, (unsigned)threads_per_block, shared_bytes);
+    if (cooperative && blocks > per_wave) return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+    return CUDA_SUCCESS;
+}
+
+CUresult mock_launch_run(const struct mock_function *function, const struct mock_kernel_geometry *geometry,
+                         void **kernelParams, void **extra, struct mock_stream *stream) {
+    uint64_t duration = 0;
+    CUresult result = mock_kernel_run(function, geometry, kernelParams, extra, &duration);
+    if (result != CUDA_SUCCESS || duration == 0) return result; /* VGPU_MOCK_KERNEL_NS=0: free launches */
+    uint64_t end = mock_state_book_kernel(mock_driver.state, mock_driver.process, stream->context->physical, duration);
+    mock_stream_mark(stream, end);
+    return CUDA_SUCCESS;
+}
+
 static CUresult launch_kernel(CUfunction f, const struct launch *launch, void **kernelParams, void **extra) {
     MOCK_REQUIRE_INIT();
-    struct mock_function *function = function_of(f);
+    struct mock_function *function = mock_function_of(f);
     if (function == NULL) return CUDA_ERROR_INVALID_HANDLE;
     if (kernelParams != NULL && extra != NULL) return CUDA_ERROR_INVALID_VALUE;
-    uint64_t threads_per_block = (uint64_t)launch->block[0] * launch->block[1] * launch->block[2];
-    uint64_t blocks = (uint64_t)launch->grid[0] * launch->grid[1] * launch->grid[2];
-    if (blocks == 0 || threads_per_block == 0 || threads_per_block > 1024 || launch->block[2] > 64 ||
-        launch->grid[1] > 65535 || launch->grid[2] > 65535 || launch->grid[0] > 2147483647u)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (launch->shared_bytes > (unsigned)function->max_dynamic_shared) return CUDA_ERROR_INVALID_VALUE;
     struct mock_stream *stream = NULL;
     CUresult result = mock_resolve_stream(launch->stream, launch->per_thread, &stream);
     if (result != CUDA_SUCCESS) return result;
     int ordinal = stream->context->ordinal;
     if (mock_device_lost(ordinal)) return CUDA_ERROR_DEVICE_UNAVAILABLE;
-    const struct mock_device *device = mock_driver.devices[ordinal];
-    uint64_t per_wave = (uint64_t)device->profile->multiprocessors *
-                        resident_blocks_per_multiprocessor(device, (unsigned)threads_per_block, launch->shared_bytes);
-    if (launch->cooperative && blocks > per_wave) return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
     const struct mock_kernel_geometry geometry = {{launch->grid[0], launch->grid[1], launch->grid[2]},
                                                   {launch->block[0], launch->block[1], launch->block[2]}};
-    uint64_t duration = 0;
-    result = mock_kernel_run(function, &geometry, kernelParams, extra, &duration);
-    if (result != CUDA_SUCCESS || duration == 0) return result; /* VGPU_MOCK_KERNEL_NS=0: free launches */
-    uint64_t end = mock_state_book_kernel(mock_driver.state, mock_driver.process, stream->context->physical, duration);
-    mock_stream_mark(stream, end);
-    return CUDA_SUCCESS;
+    result = mock_launch_check(function, &geometry, launch->shared_bytes, launch->cooperative, ordinal);
+    if (result != CUDA_SUCCESS) return result;
+    if (stream->capture != NULL)
+        return mock_capture_kernel(stream, function, &geometry, launch->shared_bytes, kernelParams, extra);
+    return mock_launch_run(function, &geometry, kernelParams, extra, stream);
 }
 
 #define LAUNCH_ARGUMENTS                                                                                        \

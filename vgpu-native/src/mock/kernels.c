@@ -7,6 +7,7 @@
  * The reference kernels (reference_kernels.h) also do their work, at once, on the host memory behind
  * the device pointers they are given: the launch follows everything the program enqueued before it,
  * so a later copy or synchronisation sees the result, in virtual time order or earlier. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "mock/cuda_internal.h"
@@ -144,4 +145,42 @@ CUresult mock_kernel_run(const struct mock_function *function, const struct mock
     void *parameters[MAX_PARAMETERS] = {NULL};
     CUresult result = locate_parameters(kernel, kernelParams, extra, parameters);
     return result == CUDA_SUCCESS ? kernel->run(geometry, parameters, function->mean_ns, duration_ns) : result;
+}
+
+/* ---- parameters kept by graph nodes -------------------------------------------------------- */
+
+struct mock_kernel_arguments *mock_kernel_arguments_copy(const struct mock_function *function, void **kernelParams,
+                                                         void **extra, CUresult *result) {
+    *result = CUDA_SUCCESS;
+    const struct mock_reference_kernel *kernel = function->reference;
+    if (kernel == NULL) return NULL; /* runs no code: its parameters are never read */
+    void *parameters[MAX_PARAMETERS] = {NULL};
+    if ((*result = locate_parameters(kernel, kernelParams, extra, parameters)) != CUDA_SUCCESS) return NULL;
+    size_t values = 0;
+    for (unsigned i = 0; i < kernel->parameter_count; i++) values += kernel->parameter_sizes[i];
+    size_t bytes = sizeof(struct mock_kernel_arguments) + values;
+    struct mock_kernel_arguments *copy = calloc(1, bytes);
+    if (copy == NULL) {
+        *result = CUDA_ERROR_OUT_OF_MEMORY;
+        return NULL;
+    }
+    copy->bytes = bytes;
+    copy->count = kernel->parameter_count;
+    size_t offset = 0;
+    for (unsigned i = 0; i < kernel->parameter_count; i++) {
+        copy->pointers[i] = copy->values + offset;
+        memcpy(copy->values + offset, parameters[i], kernel->parameter_sizes[i]);
+        offset += kernel->parameter_sizes[i];
+    }
+    return copy;
+}
+
+struct mock_kernel_arguments *mock_kernel_arguments_clone(const struct mock_kernel_arguments *arguments) {
+    if (arguments == NULL) return NULL;
+    struct mock_kernel_arguments *copy = malloc(arguments->bytes);
+    if (copy == NULL) return NULL;
+    memcpy(copy, arguments, arguments->bytes);
+    for (unsigned i = 0; i < copy->count; i++)
+        copy->pointers[i] = copy->values + ((const unsigned char *)arguments->pointers[i] - arguments->values);
+    return copy;
 }

@@ -23,7 +23,8 @@ static const struct op_syntax SYNTAX[] = {
     {"alloc", PROBE_ALLOC, 'S', true},        {"fill", PROBE_FILL, 0, true},
     {"compute", PROBE_COMPUTE, 's', true},    {"vectoradd", PROBE_VECTORADD, 0, false},
     {"killed-child", PROBE_KILLED_CHILD, 'S', false}, {"spawn", PROBE_SPAWN, 'n', false},
-    {"escape", PROBE_ESCAPE, 'S', true},      {"hold", PROBE_HOLD, 's', false},
+    {"escape", PROBE_ESCAPE, 'S', true},      {"overbook", PROBE_OVERBOOK, 'S', true},
+    {"hold", PROBE_HOLD, 's', false},
     {"exit", PROBE_EXIT, 'c', false},
 };
 
@@ -93,7 +94,7 @@ static bool parse_one(const char *text, int position, struct probe_op *op, char 
     if (syntax == NULL)
         return fail(error, size, position, text,
                     "unknown op (known: info nvml alloc:SIZE[@N] fill[@N] compute:SECONDS[@N] vectoradd killed-child:SIZE "
-                    "spawn:N escape:SIZE[@N] hold:SECONDS exit:CODE)");
+                    "spawn:N escape:SIZE[@N] overbook:SIZE[@N] hold:SECONDS exit:CODE)");
     *op = (struct probe_op){.kind = syntax->kind, .text = text};
     if (syntax->value == 0 && colon != NULL) return fail(error, size, position, text, "this op takes no :VALUE");
     if (syntax->value != 0 && colon == NULL) return fail(error, size, position, text, "this op needs a :VALUE");

@@ -20,6 +20,7 @@ enum probe_op_kind {
     PROBE_KILLED_CHILD,
     PROBE_SPAWN,
     PROBE_ESCAPE,
+    PROBE_OVERBOOK,
     PROBE_HOLD,
     PROBE_EXIT,
 };
@@ -27,8 +28,8 @@ enum probe_op_kind {
 struct probe_op {
     enum probe_op_kind kind;
     const char *text;  /* the argument as given */
-    uint64_t size_mib; /* alloc, killed-child, escape */
-    int ordinal;       /* @N: alloc, fill, compute, escape */
+    uint64_t size_mib; /* alloc, killed-child, escape, overbook */
+    int ordinal;       /* @N: alloc, fill, compute, escape, overbook */
     double seconds;    /* compute, hold */
     int number;        /* spawn: processes; exit: code */
 };
@@ -58,6 +59,8 @@ void probe_vectoradd(void);
 void probe_nvml(void);
 /* A private copy of the driver, loaded around the interposer (escape_op.c). */
 void probe_escape(const struct probe_op *op);
+/* A usage written into the container's shared region, as any of its processes can (region_op.c). */
+void probe_overbook(const struct probe_op *op);
 /* Other processes (process_ops.c). */
 void probe_killed_child(const struct probe_op *op);
 /* Runs texts (the ops after spawn:N) in N processes at once, reports the ops complete once each has

@@ -291,6 +291,7 @@ static CUresult destroy_counted(CUcontext ctx, CUresult (*destroy)(CUcontext)) {
     struct context_record *record = vgpu_ptrmap_remove(&contexts, (uint64_t)(uintptr_t)ctx);
     pthread_mutex_unlock(&contexts_lock);
     vgpu_forget_context_allocations(ctx);
+    vgpu_graphs_after_context_gone(ctx);
     if (record != NULL) {
         release_context_bytes(record->ordinal, record->bytes);
         free(record);
@@ -347,7 +348,10 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
 /* After a release or reset: if the primary context is gone, so are its memory and allocations. */
 static void settle_primary(CUdevice dev, bool allocations_gone) {
     bool gone = !primary_active(dev);
-    if ((gone || allocations_gone) && primaries[dev].handle != NULL) vgpu_forget_context_allocations(primaries[dev].handle);
+    if ((gone || allocations_gone) && primaries[dev].handle != NULL) {
+        vgpu_forget_context_allocations(primaries[dev].handle);
+        vgpu_graphs_after_context_gone(primaries[dev].handle);
+    }
     if (gone && primaries[dev].charged > 0) {
         release_context_bytes(dev, primaries[dev].charged);
         primaries[dev].charged = 0;

@@ -32,6 +32,11 @@ static const struct hook HOOKS[] = {
     HOOK(cuMipmappedArrayDestroy)
     HOOK(cuLaunchKernel) HOOK(cuLaunchKernel_ptsz) HOOK(cuLaunchKernelEx) HOOK(cuLaunchKernelEx_ptsz)
     HOOK(cuLaunchCooperativeKernel) HOOK(cuLaunchCooperativeKernel_ptsz)
+    HOOK(cuStreamBeginCapture) HOOK(cuStreamBeginCapture_ptsz) HOOK(cuStreamBeginCapture_v2)
+    HOOK(cuStreamBeginCapture_v2_ptsz) HOOK(cuStreamEndCapture) HOOK(cuStreamEndCapture_ptsz)
+    HOOK(cuGraphInstantiate) HOOK(cuGraphInstantiate_v2) HOOK(cuGraphInstantiateWithFlags)
+    HOOK(cuGraphInstantiateWithParams) HOOK(cuGraphInstantiateWithParams_ptsz) HOOK(cuGraphUpload) HOOK(cuGraphUpload_ptsz)
+    HOOK(cuGraphLaunch) HOOK(cuGraphLaunch_ptsz) HOOK(cuGraphExecDestroy) HOOK(cuDeviceGraphMemTrim)
     HOOK(nvmlDeviceGetMemoryInfo) HOOK(nvmlDeviceGetMemoryInfo_v2)
 };
 #undef HOOK

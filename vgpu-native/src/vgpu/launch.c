@@ -1,6 +1,9 @@
 /* Kernel launches. Without a compute limit a launch costs two loads and a predictable branch on top
- * of the driver's own work: no lock, no system call, no driver call. */
+ * of the driver's own work: no lock, no system call, no driver call, and the hook ends in a tail call.
+ * Under a compute limit the launch goes through an out-of-line function that paces it (pacer.h) and
+ * then calls the driver, so that the unlimited path keeps no registers around a call. */
 #include "common/log.h"
+#include "vgpu/pacer.h"
 #include "vgpu/vgpu.h"
 
 static inline void note_launch(void) {
@@ -17,64 +20,63 @@ static inline uint64_t threads_of(unsigned gx, unsigned gy, unsigned gz, unsigne
     return (uint64_t)gx * gy * gz * ((uint64_t)bx * by * bz);
 }
 
+/* The per-thread variants' NULL stream is the per-thread default stream, which the pacer names as such. */
+static inline CUstream per_thread_stream(CUstream stream) { return stream != NULL ? stream : CU_STREAM_PER_THREAD; }
+
 #define LAUNCH_PARAMETERS                                                                                       \
     CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, \
         unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream
+#define LAUNCH_ARGUMENTS f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream
+#define LAUNCH_THREADS threads_of(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ)
 
-#define LAUNCH_GATE()                                                                                               \
-    do {                                                                                                            \
-        if (compute_limited())                                                                                      \
-            vgpu_sm_gate(hStream, threads_of(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ));       \
-        note_launch();                                                                                              \
-    } while (0)
+/* Each hook and its paced path take the same parameters, so that either path reaches the driver, or the
+ * paced path, by a tail call that passes the program's arguments on untouched. */
+#define LAUNCH_HOOK(name, paced_stream)                                                                          \
+    __attribute__((noinline)) static CUresult paced_##name(LAUNCH_PARAMETERS, void **kernelParams, void **extra) { \
+        vgpu_pace_launch(paced_stream, LAUNCH_THREADS);                                                          \
+        note_launch();                                                                                           \
+        return real.name(LAUNCH_ARGUMENTS, kernelParams, extra);                                                 \
+    }                                                                                                            \
+    CUresult name(LAUNCH_PARAMETERS, void **kernelParams, void **extra) {                                        \
+        if (__builtin_expect(real.name == NULL, 0)) return VGPU_CONFIG_REFUSED;                                  \
+        if (compute_limited()) return paced_##name(LAUNCH_ARGUMENTS, kernelParams, extra);                       \
+        note_launch();                                                                                           \
+        return real.name(LAUNCH_ARGUMENTS, kernelParams, extra);                                                 \
+    }
 
-CUresult cuLaunchKernel(LAUNCH_PARAMETERS, void **kernelParams, void **extra) {
-    __typeof__(real.cuLaunchKernel) launch = real.cuLaunchKernel;
-    if (__builtin_expect(launch == NULL, 0)) return VGPU_CONFIG_REFUSED;
-    LAUNCH_GATE();
-    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams,
-                  extra);
-}
+#define COOPERATIVE_HOOK(name, paced_stream)                                                                     \
+    __attribute__((noinline)) static CUresult paced_##name(LAUNCH_PARAMETERS, void **kernelParams) {             \
+        vgpu_pace_launch(paced_stream, LAUNCH_THREADS);                                                          \
+        note_launch();                                                                                           \
+        return real.name(LAUNCH_ARGUMENTS, kernelParams);                                                        \
+    }                                                                                                            \
+    CUresult name(LAUNCH_PARAMETERS, void **kernelParams) {                                                      \
+        if (__builtin_expect(real.name == NULL, 0)) return VGPU_CONFIG_REFUSED;                                  \
+        if (compute_limited()) return paced_##name(LAUNCH_ARGUMENTS, kernelParams);                              \
+        note_launch();                                                                                           \
+        return real.name(LAUNCH_ARGUMENTS, kernelParams);                                                        \
+    }
 
-CUresult cuLaunchKernel_ptsz(LAUNCH_PARAMETERS, void **kernelParams, void **extra) {
-    __typeof__(real.cuLaunchKernel_ptsz) launch = real.cuLaunchKernel_ptsz;
-    if (__builtin_expect(launch == NULL, 0)) return VGPU_CONFIG_REFUSED;
-    LAUNCH_GATE();
-    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams,
-                  extra);
-}
+#define LAUNCH_EX_HOOK(name, per_thread)                                                                         \
+    __attribute__((noinline)) static CUresult paced_##name(const CUlaunchConfig *config, CUfunction f,          \
+                                                           void **kernelParams, void **extra) {                 \
+        if (config != NULL)                                                                                      \
+            vgpu_pace_launch(per_thread ? per_thread_stream(config->hStream) : config->hStream,                 \
+                             threads_of(config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX, \
+                                        config->blockDimY, config->blockDimZ));                                  \
+        note_launch();                                                                                           \
+        return real.name(config, f, kernelParams, extra);                                                        \
+    }                                                                                                            \
+    CUresult name(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra) {               \
+        if (__builtin_expect(real.name == NULL, 0)) return VGPU_CONFIG_REFUSED;                                  \
+        if (compute_limited()) return paced_##name(config, f, kernelParams, extra);                              \
+        note_launch();                                                                                           \
+        return real.name(config, f, kernelParams, extra);                                                        \
+    }
 
-CUresult cuLaunchCooperativeKernel(LAUNCH_PARAMETERS, void **kernelParams) {
-    __typeof__(real.cuLaunchCooperativeKernel) launch = real.cuLaunchCooperativeKernel;
-    if (__builtin_expect(launch == NULL, 0)) return VGPU_CONFIG_REFUSED;
-    LAUNCH_GATE();
-    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
-}
-
-CUresult cuLaunchCooperativeKernel_ptsz(LAUNCH_PARAMETERS, void **kernelParams) {
-    __typeof__(real.cuLaunchCooperativeKernel_ptsz) launch = real.cuLaunchCooperativeKernel_ptsz;
-    if (__builtin_expect(launch == NULL, 0)) return VGPU_CONFIG_REFUSED;
-    LAUNCH_GATE();
-    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
-}
-
-static inline void gate_config(const CUlaunchConfig *config) {
-    if (compute_limited() && config != NULL)
-        vgpu_sm_gate(config->hStream, threads_of(config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
-                                                 config->blockDimY, config->blockDimZ));
-    note_launch();
-}
-
-CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra) {
-    __typeof__(real.cuLaunchKernelEx) launch = real.cuLaunchKernelEx;
-    if (__builtin_expect(launch == NULL, 0)) return VGPU_CONFIG_REFUSED;
-    gate_config(config);
-    return launch(config, f, kernelParams, extra);
-}
-
-CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra) {
-    __typeof__(real.cuLaunchKernelEx_ptsz) launch = real.cuLaunchKernelEx_ptsz;
-    if (__builtin_expect(launch == NULL, 0)) return VGPU_CONFIG_REFUSED;
-    gate_config(config);
-    return launch(config, f, kernelParams, extra);
-}
+LAUNCH_HOOK(cuLaunchKernel, hStream)
+LAUNCH_HOOK(cuLaunchKernel_ptsz, per_thread_stream(hStream))
+COOPERATIVE_HOOK(cuLaunchCooperativeKernel, hStream)
+COOPERATIVE_HOOK(cuLaunchCooperativeKernel_ptsz, per_thread_stream(hStream))
+LAUNCH_EX_HOOK(cuLaunchKernelEx, false)
+LAUNCH_EX_HOOK(cuLaunchKernelEx_ptsz, true)

@@ -9,11 +9,14 @@
  * What is counted, per CUDA ordinal:
  *   cuMemAlloc_v2, cuMemAllocManaged        the requested bytes
  *   cuMemAllocPitch_v2                      pitch * height, with the pitch the driver chose
- *   cuMemAllocAsync, cuMemAllocFromPoolAsync the requested bytes, on the device the pointer lives on
+ *   cuMemAllocAsync, cuMemAllocFromPoolAsync the requested bytes, on the device the pointer lives on;
+ *                                           given back when the stream reaches cuMemFreeAsync, not when it
+ *                                           is enqueued (an event recorded after the free tells when)
  *   cuMemCreate (device location)           the requested bytes, until cuMemRelease
  *   cuArrayCreate_v2, cuArray3DCreate_v2    width * height * depth * channels * element size
  *   cuMipmappedArrayCreate                  the sum of its levels
  *   contexts                                the memory the driver used to create them (context.c)
+ *   graphs' allocation nodes                where the driver reserves their memory (graph.c)
  * Host memory (cuMemAllocHost, cuMemHostAlloc, cuMemHostRegister) is not device memory and is not. */
 #include <pthread.h>
 #include <stdlib.h>
@@ -41,6 +44,20 @@ static struct vgpu_ptrmap arrays;      /* CUarray and CUmipmappedArray handles *
 
 /* What this process holds per device, contexts included: kept where no other process can write. */
 static _Atomic uint64_t booked[VGPU_MAX_DEVICES];
+
+/* Stream-ordered frees enqueued but not yet reached by their streams: their bytes are still booked. */
+struct pending_free {
+    struct tracked *entry;
+    CUevent event;      /* recorded on the stream right after the free; NULL: the stream itself is asked */
+    CUstream stream;
+    bool per_thread;
+    CUcontext context;  /* the stream's: its events go with it */
+    struct pending_free *next;
+};
+static struct pending_free *pending_frees; /* under tracking_lock */
+static _Atomic int pending_free_count;
+
+static void settle_pending_frees(void);
 
 static bool book_privately(int ordinal, uint64_t bytes, uint64_t limit) {
     uint64_t held = atomic_load_explicit(&booked[ordinal], memory_order_relaxed);
@@ -94,7 +111,10 @@ static bool reserve(int ordinal, uint64_t bytes, bool reap_and_report) {
     return false;
 }
 
-bool vgpu_reserve(int ordinal, uint64_t bytes) { return reserve(ordinal, bytes, true); }
+bool vgpu_reserve(int ordinal, uint64_t bytes) {
+    settle_pending_frees();
+    return reserve(ordinal, bytes, true);
+}
 bool vgpu_reserve_quietly(int ordinal, uint64_t bytes) { return reserve(ordinal, bytes, false); }
 
 void vgpu_unreserve(int ordinal, uint64_t bytes) {
@@ -105,6 +125,7 @@ void vgpu_unreserve(int ordinal, uint64_t bytes) {
 }
 
 uint64_t vgpu_usage_view(int ordinal, uint64_t limit) {
+    settle_pending_frees();
     const struct vgpu_region *region = runtime.region;
     if (!vgpu_region_intact(region)) return UINT64_MAX;
     uint64_t shared = atomic_load_explicit(&region->devices[ordinal].memory_used, memory_order_relaxed);
@@ -115,6 +136,13 @@ uint64_t vgpu_usage_view(int ordinal, uint64_t limit) {
 
 /* The parent's allocations are not the child's: the child starts with nothing booked. */
 void vgpu_memory_after_fork(void) {
+    for (struct pending_free *pending = pending_frees, *next; pending != NULL; pending = next) {
+        next = pending->next;
+        free(pending->entry);
+        free(pending);
+    }
+    pending_frees = NULL;
+    atomic_store(&pending_free_count, 0);
     vgpu_ptrmap_clear(&pointers, free);
     vgpu_ptrmap_clear(&vmm_handles, free);
     vgpu_ptrmap_clear(&arrays, free);
@@ -217,9 +245,63 @@ static void forget_in(struct vgpu_ptrmap *map, CUcontext context) {
     free(sweep.keys);
 }
 
+/* Takes out of the pending list the frees that are done (or, with gone_context, that belong to that
+ * context, whose events went with it). Caller holds tracking_lock. */
+static struct pending_free *take_finished(CUcontext gone_context) {
+    struct pending_free *finished = NULL;
+    for (struct pending_free **link = &pending_frees; *link != NULL;) {
+        struct pending_free *pending = *link;
+        bool done;
+        if (gone_context != NULL) {
+            done = pending->context == gone_context;
+        } else if (pending->event != NULL) {
+            done = real.cuEventQuery(pending->event) != CUDA_ERROR_NOT_READY; /* an error: the stream is gone */
+        } else {
+            __typeof__(real.cuStreamQuery) query = pending->per_thread ? real.cuStreamQuery_ptsz : real.cuStreamQuery;
+            done = query == NULL || query(pending->stream) != CUDA_ERROR_NOT_READY;
+        }
+        if (!done) {
+            link = &pending->next;
+            continue;
+        }
+        *link = pending->next;
+        pending->next = finished;
+        finished = pending;
+        atomic_fetch_sub(&pending_free_count, 1);
+    }
+    return finished;
+}
+
+static void give_back(struct pending_free *finished, bool destroy_events) {
+    while (finished != NULL) {
+        struct pending_free *next = finished->next;
+        if (finished->event != NULL && destroy_events) real.cuEventDestroy_v2(finished->event);
+        vgpu_unreserve(finished->entry->ordinal, finished->entry->bytes);
+        free(finished->entry);
+        free(finished);
+        finished = next;
+    }
+}
+
+static void settle_pending_frees(void) {
+    if (__builtin_expect(atomic_load_explicit(&pending_free_count, memory_order_acquire) == 0, 1)) return;
+    pthread_mutex_lock(&tracking_lock);
+    struct pending_free *finished = take_finished(NULL);
+    pthread_mutex_unlock(&tracking_lock);
+    give_back(finished, true);
+}
+
+void vgpu_memory_housekeeping(void) { settle_pending_frees(); }
+
 void vgpu_forget_context_allocations(CUcontext context) {
     forget_in(&pointers, context);
     forget_in(&arrays, context);
+    if (atomic_load(&pending_free_count) > 0) {
+        pthread_mutex_lock(&tracking_lock);
+        struct pending_free *gone = take_finished(context);
+        pthread_mutex_unlock(&tracking_lock);
+        give_back(gone, false);
+    }
 }
 
 static CUcontext current_context(void) {
@@ -316,6 +398,11 @@ CUresult cuMemFree_v2(CUdeviceptr dptr) {
 
 /* ---- stream-ordered allocation ------------------------------------------------------------- */
 
+static bool capturing(CUstream stream, bool per_thread) {
+    return atomic_load_explicit(&vgpu_capturing_streams, memory_order_relaxed) > 0 &&
+           vgpu_stream_capturing(per_thread && stream == NULL ? CU_STREAM_PER_THREAD : stream);
+}
+
 /* The pool may live on another device than the stream's; the pointer tells where the bytes went. */
 static CUresult settle_device(CUdeviceptr pointer, uint64_t bytes, int *ordinal) {
     int actual = *ordinal;
@@ -334,7 +421,8 @@ static CUresult allocate_async(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool 
     __typeof__(real.cuMemAllocAsync) plain = per_thread ? real.cuMemAllocAsync_ptsz : real.cuMemAllocAsync;
     __typeof__(real.cuMemAllocFromPoolAsync) pooled = per_thread ? real.cuMemAllocFromPoolAsync_ptsz : real.cuMemAllocFromPoolAsync;
     if ((from_pool ? (void *)pooled : (void *)plain) == NULL) return VGPU_CONFIG_REFUSED;
-    if (!vgpu_active() || dptr == NULL || bytesize == 0)
+    /* Recorded into a graph by stream capture: the graph's memory is counted when the graph runs. */
+    if (!vgpu_active() || dptr == NULL || bytesize == 0 || capturing(hStream, per_thread))
         return from_pool ? pooled(dptr, bytesize, pool, hStream) : plain(dptr, bytesize, hStream);
     int ordinal = 0;
     CUresult result = vgpu_stream_ordinal(hStream, &ordinal);
@@ -368,12 +456,58 @@ CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemo
     return allocate_async(dptr, bytesize, pool, hStream, true, true);
 }
 
+/* An event recorded on the stream right after a free, in the stream's context; NULL if none can be. */
+static CUevent event_after(CUstream stream, bool per_thread, CUcontext *context) {
+    *context = NULL;
+    __typeof__(real.cuEventRecord) record = per_thread ? real.cuEventRecord_ptsz : real.cuEventRecord;
+    if (real.cuEventCreate == NULL || real.cuEventQuery == NULL || real.cuEventDestroy_v2 == NULL || record == NULL)
+        return NULL;
+    bool pushed = false;
+    if (stream != NULL && stream != CU_STREAM_LEGACY && stream != CU_STREAM_PER_THREAD && real.cuStreamGetCtx != NULL) {
+        if (real.cuStreamGetCtx(stream, context) != CUDA_SUCCESS || real.cuCtxPushCurrent_v2(*context) != CUDA_SUCCESS)
+            return NULL;
+        pushed = true;
+    } else {
+        real.cuCtxGetCurrent(context);
+    }
+    CUevent event = NULL;
+    if (real.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+        event = NULL;
+    } else if (record(event, stream) != CUDA_SUCCESS) {
+        real.cuEventDestroy_v2(event);
+        event = NULL;
+    }
+    CUcontext popped = NULL;
+    if (pushed) real.cuCtxPopCurrent_v2(&popped);
+    return event;
+}
+
+/* The bytes stay booked until the stream has reached the free. */
+static void give_back_when_reached(struct tracked *entry, CUstream stream, bool per_thread) {
+    struct pending_free *pending = malloc(sizeof *pending);
+    if (pending == NULL) {
+        LOG_ERROR("out of host memory while waiting for a stream-ordered free; its bytes are given back at once");
+        vgpu_unreserve(entry->ordinal, entry->bytes);
+        free(entry);
+        return;
+    }
+    *pending = (struct pending_free){.entry = entry, .stream = stream, .per_thread = per_thread};
+    pending->event = event_after(stream, per_thread, &pending->context);
+    pthread_mutex_lock(&tracking_lock);
+    pending->next = pending_frees;
+    pending_frees = pending;
+    atomic_fetch_add_explicit(&pending_free_count, 1, memory_order_release);
+    pthread_mutex_unlock(&tracking_lock);
+}
+
 static CUresult free_async(CUdeviceptr dptr, CUstream hStream, bool per_thread) {
     __typeof__(real.cuMemFreeAsync) free_function = per_thread ? real.cuMemFreeAsync_ptsz : real.cuMemFreeAsync;
     if (free_function == NULL) return VGPU_CONFIG_REFUSED;
-    struct tracked *entry = (vgpu_active() && dptr != 0) ? take(&pointers, dptr) : NULL;
+    /* A captured free becomes a free node of a graph, which frees graph memory only. */
+    struct tracked *entry = (vgpu_active() && dptr != 0 && !capturing(hStream, per_thread)) ? take(&pointers, dptr) : NULL;
     CUresult result = free_function(dptr, hStream);
-    finish_free(&pointers, dptr, entry, result);
+    if (entry != NULL && result == CUDA_SUCCESS) give_back_when_reached(entry, hStream, per_thread);
+    else finish_free(&pointers, dptr, entry, result);
     return result;
 }
 
@@ -564,3 +698,4 @@ CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
     if (limit != 0 && (runtime.config->oversubscribe || limit < *bytes)) *bytes = (size_t)limit;
     return CUDA_SUCCESS;
 }
+

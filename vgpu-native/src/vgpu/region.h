@@ -52,6 +52,22 @@ struct vgpu_region_header {
     uint8_t reserved[4096 - 336];      /* 336 */
 };
 
+/* A compute pacer (controller.c): a token bucket in wall time, charged per thread launched. The
+ * container's processes share the one in their device entry, so a container is paced as one; a process
+ * whose own share that one does not hold (the region was rewritten) switches to a private copy. */
+struct vgpu_pace {
+    _Atomic uint64_t next_ns;          /*  0: the budget is spent up to here (CLOCK_MONOTONIC) */
+    _Atomic uint64_t budget_bits;      /*  8: double, wall ns per thread launched; 0 = not calibrated */
+    _Atomic uint64_t units;            /* 16: threads launched, cumulative */
+    _Atomic uint64_t waits;            /* 24: launches held back, cumulative */
+    _Atomic uint64_t units_seen;       /* 32: units at the last controller step */
+    _Atomic uint64_t waits_seen;       /* 40: waits at the last controller step */
+    _Atomic uint64_t step_us;          /* 48: CLOCK_REALTIME us of the last controller step (its lease) */
+    _Atomic uint64_t origin_ns;        /* 56: first launch before calibration (CLOCK_MONOTONIC), 0 = none */
+    _Atomic uint64_t hold_until_ns;    /* 64: start-up debt paid back until here; the budget is held till then */
+    _Atomic uint64_t launched;         /* 72: 1 once a launch was paced since the last controller step */
+};
+
 struct vgpu_region_device {
     char uuid[96];                     /*   0: UUID of this CUDA ordinal, "" until a CUDA process learns it */
     uint64_t memory_limit;             /*  96: bytes, 0 = no limit; for the monitor, never enforced from here */
@@ -64,7 +80,8 @@ struct vgpu_region_device {
     _Atomic uint32_t sm_limit_permille;/* 140: the utilization the controller is steering to */
     _Atomic uint64_t throttled_ns;     /* 144: total time launches were held back */
     _Atomic uint64_t context_bytes;    /* 152: memory the last context created on this device took */
-    uint8_t reserved[256 - 160];       /* 160 */
+    struct vgpu_pace pace;             /* 160: the container's compute pacer */
+    uint8_t reserved[256 - 240];       /* 240 */
 };
 
 struct vgpu_region_slot_device {
@@ -99,6 +116,7 @@ _Static_assert(offsetof(struct vgpu_region_header, limits_source) == 80, "region
 _Static_assert(offsetof(struct vgpu_region_device, memory_used) == 112, "region device layout");
 _Static_assert(offsetof(struct vgpu_region_device, throttled_ns) == 144, "region device layout");
 _Static_assert(offsetof(struct vgpu_region_device, context_bytes) == 152, "region device layout");
+_Static_assert(offsetof(struct vgpu_region_device, pace) == 160 && sizeof(struct vgpu_pace) == 80, "region device layout");
 _Static_assert(offsetof(struct vgpu_region_slot, devices) == 64, "region slot layout");
 _Static_assert(offsetof(struct vgpu_region, devices) == 4096, "region device table offset");
 _Static_assert(offsetof(struct vgpu_region, slots) == 8192, "region slot table offset");

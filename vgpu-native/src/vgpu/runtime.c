@@ -223,6 +223,7 @@ void vgpu_after_fork_in_child(void) {
     vgpu_memory_after_fork();
     vgpu_context_after_fork();
     vgpu_controller_after_fork();
+    vgpu_graphs_after_fork();
     atomic_store(&runtime.host_pid, 0);
     atomic_store(&runtime.slot, NULL);
 }

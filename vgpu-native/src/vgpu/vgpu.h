@@ -58,7 +58,16 @@ const char *vgpu_config_error(void);
     X(cuMemFreeAsync_ptsz) X(cuMemCreate) X(cuMemRelease) X(cuArrayCreate_v2) X(cuArray3DCreate_v2)  \
     X(cuArrayDestroy) X(cuMipmappedArrayCreate) X(cuMipmappedArrayDestroy) X(cuLaunchKernel)         \
     X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz) X(cuLaunchCooperativeKernel) \
-    X(cuLaunchCooperativeKernel_ptsz)
+    X(cuLaunchCooperativeKernel_ptsz) X(cuEventCreate) X(cuEventRecord) X(cuEventRecord_ptsz)         \
+    X(cuEventQuery) X(cuEventDestroy_v2) X(cuStreamQuery) X(cuStreamQuery_ptsz)                       \
+    X(cuStreamBeginCapture) X(cuStreamBeginCapture_ptsz) X(cuStreamBeginCapture_v2)                  \
+    X(cuStreamBeginCapture_v2_ptsz) X(cuStreamEndCapture) X(cuStreamEndCapture_ptsz)                 \
+    X(cuStreamIsCapturing) X(cuStreamIsCapturing_ptsz) X(cuGraphGetNodes) X(cuGraphNodeGetType)       \
+    X(cuGraphKernelNodeGetParams) X(cuGraphKernelNodeGetParams_v2) X(cuGraphMemAllocNodeGetParams)   \
+    X(cuGraphInstantiate) X(cuGraphInstantiate_v2) X(cuGraphInstantiateWithFlags)                    \
+    X(cuGraphInstantiateWithParams) X(cuGraphInstantiateWithParams_ptsz) X(cuGraphUpload)            \
+    X(cuGraphUpload_ptsz) X(cuGraphLaunch) X(cuGraphLaunch_ptsz) X(cuGraphExecDestroy)               \
+    X(cuDeviceGraphMemTrim) X(cuDeviceGetGraphMemAttribute)
 
 #define VGPU_REAL_NVML_FUNCTIONS(X)                                                                    \
     X(nvmlInit_v2) X(nvmlDeviceGetCount_v2) X(nvmlDeviceGetHandleByIndex_v2) X(nvmlDeviceGetHandleByUUID) \
@@ -157,6 +166,16 @@ uint64_t vgpu_usage_view(int ordinal, uint64_t limit);
 void vgpu_memory_after_fork(void);
 /* Forgets and uncounts every allocation made in a context the driver has destroyed. */
 void vgpu_forget_context_allocations(CUcontext context);
+/* Gives back the bytes of stream-ordered frees that have happened on their streams; cheap when there
+ * are none pending. */
+void vgpu_memory_housekeeping(void);
+
+/* ---- graphs (graph.c) ------------------------------------------------------------------------ */
+
+/* After a context was destroyed or a primary context released or reset: what the driver's graph
+ * pools still hold is what stays booked. */
+void vgpu_graphs_after_context_gone(CUcontext context);
+void vgpu_graphs_after_fork(void);
 
 /* ---- contexts (context.c) ------------------------------------------------------------------ */
 
@@ -164,8 +183,14 @@ void vgpu_context_after_fork(void);
 
 /* ---- compute limit (controller.c) ---------------------------------------------------------- */
 
+/* The longest one launch is ever held back by the compute limit (README, "Compute limit"). */
+#define VGPU_MAX_LAUNCH_WAIT_NS 1000000000ULL
+
 /* Paces a launch of `units` threads on the stream's device when that device has a compute limit. */
 void vgpu_sm_gate(CUstream stream, uint64_t units);
+/* Streams of this process being captured into graphs (graph.c); their launches are not paced. */
+extern _Atomic int vgpu_capturing_streams;
+bool vgpu_stream_capturing(CUstream stream);
 void vgpu_controller_start(void);
 void vgpu_controller_after_fork(void);
 /* Host pid of this process as NVML reports it, if known. */

@@ -129,6 +129,14 @@ int mock_slot_of(struct mock_state *state, pid_t pid) {
     return -1;
 }
 
+double device_share_of(pid_t pid, uint64_t from_ns, uint64_t to_ns) {
+    struct mock_state *state = mock_state_for_tests();
+    int slot = state != NULL ? mock_slot_of(state, pid) : -1;
+    if (slot < 0 || to_ns <= from_ns) return -1;
+    return 100.0 * (double)mock_timeline_busy_ns(&state->processes[slot].devices[0].timeline, from_ns, to_ns) /
+           (double)(to_ns - from_ns);
+}
+
 int log_capture_begin(struct log_capture *capture, const char *name) {
     snprintf(capture->path, sizeof capture->path, "%s/%s.log", getenv("VGPU_TEST_DIR"), name);
     capture->text[0] = '\0';

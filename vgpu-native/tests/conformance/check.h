@@ -93,5 +93,8 @@ struct mock_state;
 struct mock_state *mock_state_for_tests(void);
 /* Index of the process's slot in the mock state, or -1. */
 int mock_slot_of(struct mock_state *state, pid_t pid);
+/* The share (percent) of device 0's clock that a process used in [from_ns, to_ns) (CLOCK_MONOTONIC), or -1
+ * when the mock state has no such process. */
+double device_share_of(pid_t pid, uint64_t from_ns, uint64_t to_ns);
 
 #endif

@@ -43,13 +43,20 @@ int check_probe_escape(int argc, char **argv);
 int check_probe_compute(int argc, char **argv);
 int check_overhead_alloc(int argc, char **argv);
 int check_overhead_launch(int argc, char **argv);
+int check_overhead_launch_limited(int argc, char **argv);
 int check_region_rewrite_whole(int argc, char **argv);
 int check_region_rewrite_used(int argc, char **argv);
 int check_region_rewrite_limits(int argc, char **argv);
 int check_region_rewrite_switch(int argc, char **argv);
+int check_region_rewrite_pacer(int argc, char **argv);
 int check_limits_file_refused(int argc, char **argv);
 int check_partial_nvml(int argc, char **argv);
 int check_fork_while_locked(int argc, char **argv);
+int check_mock_graphs(int argc, char **argv);
+int check_graph_launch_paced(int argc, char **argv);
+int check_graph_memory(int argc, char **argv);
+int check_free_async(int argc, char **argv);
+int check_launch_wait_bounded(int argc, char **argv);
 
 int role_race_worker(int argc, char **argv);
 int role_kill_holder(int argc, char **argv);
@@ -59,11 +66,13 @@ int role_sm_limited(int argc, char **argv);
 int role_sm_competitor(int argc, char **argv);
 int role_bench_alloc(int argc, char **argv);
 int role_bench_launch(int argc, char **argv);
+int role_bench_launch_limited(int argc, char **argv);
 int role_gpu_throughput(int argc, char **argv);
 int role_grant_report(int argc, char **argv);
 int role_kernel_sequence(int argc, char **argv);
 int role_kernel_config(int argc, char **argv);
 int role_region_newcomer(int argc, char **argv);
 int role_fork_in_once(int argc, char **argv);
+int role_graph_launcher(int argc, char **argv);
 
 #endif

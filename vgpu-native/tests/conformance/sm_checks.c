@@ -1,9 +1,12 @@
-/* Compute limit accuracy: a process limited to X% of the device launches kernels as fast as it is
- * allowed, while an unlimited process (another container, without libvgpu) competes for the same
- * device. Their kernels take 10-200 us, drawn independently of their grids (1-2000 blocks of 256
- * threads), so the pacer's cost per thread launched cannot predict a single launch: only the controller's
- * measurements can hold the share. The share is measured from the mock's own busy accounting of the
- * limited process over 4 s, after 1.5 s of settling. */
+/* Compute limit accuracy, measured on the device clock: containers limited to X% of the device launch
+ * kernels as fast as they are allowed. Their kernels take 10-200 us, drawn independently of their grids
+ * (1-2000 blocks of 256 threads), so the pacer's cost per thread launched cannot predict a single launch:
+ * only the controller's measurements can hold the share. Configurations (the argument):
+ *   "P"      one container at P% with one process, and an unlimited process (no libvgpu) competing;
+ *   "PxN"    one container at P% with N processes (one shared region), and the unlimited competitor;
+ *   "P+Q"    two containers at P% and Q% (P + Q <= 100), one process each, nothing else on the card.
+ * Each container's share is its processes' busy time in the mock's own accounting over MEASURE_WINDOWS
+ * windows, after SETTLE_NS of settling. */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,32 +18,69 @@
 #include "mock/reference_kernels.h"
 #include "mock/state.h"
 
-#define SETTLE_NS 1500000000ULL
-#define MEASURE_WINDOWS 8
+#define SETTLE_NS 1000000000ULL
+#define MEASURE_WINDOWS 7
 #define WINDOW_NS 500000000ULL
 #define TOLERANCE_POINTS 3.0
+#define MAX_CONTAINERS 2
+#define MAX_PROCESSES 4
 
-static int launch_forever(unsigned synchronize_every, unsigned seed) {
+#define IN_FLIGHT 48
+
+/* Launches kernels forever. A limited process keeps up to IN_FLIGHT of them queued (it waits for the
+ * one launched IN_FLIGHT before), so its own scheduling delays never leave the device idle: only the
+ * pacer holds it back. The competitor synchronises every 2 launches. */
+static int launch_forever(bool limited, unsigned seed) {
     CUcontext context;
     if (setup_primary_context(&context)) return 1;
     CUfunction spin;
     if (load_reference_kernel(&spin, MOCK_SPIN_KERNEL)) return 1;
+    CUevent ring[IN_FLIGHT];
+    for (int i = 0; i < IN_FLIGHT; i++) CU_OK(cuEventCreate(&ring[i], CU_EVENT_DISABLE_TIMING));
     for (unsigned i = 0;; i++) {
         unsigned long long nanoseconds = 10000ULL + (unsigned)rand_r(&seed) % 190001; /* 10 to 200 us */
         unsigned blocks = 1 + (unsigned)rand_r(&seed) % 2000;
+        if (limited && i >= IN_FLIGHT) CU_OK(cuEventSynchronize(ring[i % IN_FLIGHT]));
         CU_OK(launch_spin(spin, nanoseconds, blocks, NULL));
-        if (i % synchronize_every == synchronize_every - 1) CU_OK(cuCtxSynchronize());
+        if (limited) CU_OK(cuEventRecord(ring[i % IN_FLIGHT], NULL));
+        else if (i % 2 == 1) CU_OK(cuCtxSynchronize());
     }
 }
 
 int role_sm_limited(int argc, char **argv) {
     (void)argc, (void)argv;
-    return launch_forever(16, (unsigned)getpid());
+    return launch_forever(true, (unsigned)getpid());
 }
 
 int role_sm_competitor(int argc, char **argv) {
     (void)argc, (void)argv;
-    return launch_forever(2, (unsigned)getpid() * 7919u);
+    return launch_forever(false, (unsigned)getpid() * 7919u);
+}
+
+struct container {
+    int percent;
+    int process_count;
+    pid_t processes[MAX_PROCESSES];
+    uint64_t busy;
+};
+
+/* "P", "PxN" or "P+Q" (see the top of this file). */
+static int parse_configuration(const char *text, struct container *containers, int *count) {
+    *count = 0;
+    for (const char *p = text; *p != '\0' && *count < MAX_CONTAINERS;) {
+        char *end = NULL;
+        struct container *container = &containers[(*count)++];
+        memset(container, 0, sizeof *container);
+        container->percent = (int)strtol(p, &end, 10);
+        container->process_count = 1;
+        if (*end == 'x') container->process_count = (int)strtol(end + 1, &end, 10);
+        EXPECT(container->percent > 0 && container->percent < 100 && container->process_count >= 1 &&
+                   container->process_count <= MAX_PROCESSES && (*end == '\0' || *end == '+'),
+               "configuration '%s'", text);
+        p = *end == '+' ? end + 1 : end;
+    }
+    EXPECT(*count == 1 || containers[0].percent + containers[1].percent <= 100, "shares of '%s' add up to at most 100", text);
+    return 0;
 }
 
 static uint64_t busy_of(struct mock_state *state, pid_t pid, uint64_t from, uint64_t to) {
@@ -49,45 +89,68 @@ static uint64_t busy_of(struct mock_state *state, pid_t pid, uint64_t from, uint
 }
 
 int check_sm_limit(int argc, char **argv) {
-    EXPECT(argc >= 3, "percentage argument");
-    int percent = atoi(argv[2]);
-    char limit[64], region[700];
-    snprintf(limit, sizeof limit, "CUDA_DEVICE_SM_LIMIT=%d", percent);
-    snprintf(region, sizeof region, "CUDA_DEVICE_MEMORY_SHARED_CACHE=%s/sm-%d.region", getenv("VGPU_TEST_DIR"), percent);
+    EXPECT(argc >= 3, "configuration argument");
+    struct container containers[MAX_CONTAINERS] = {{0}};
+    int container_count = 0;
+    if (parse_configuration(argv[2], containers, &container_count)) return 1;
     char preload[700];
     snprintf(preload, sizeof preload, "LD_PRELOAD=%s", getenv("VGPU_TEST_LIBVGPU"));
-    const char *competitor_env[] = {"LD_PRELOAD", NULL};
-    const char *limited_env[] = {preload, limit, region, "GPU_CORE_UTILIZATION_POLICY=force", NULL};
-    pid_t competitor = spawn_self_with("sm-competitor", NULL, competitor_env, NULL);
-    pid_t limited = spawn_self_with("sm-limited", NULL, limited_env, NULL);
+    pid_t competitor = -1;
+    if (container_count == 1) {
+        const char *competitor_env[] = {"LD_PRELOAD", NULL};
+        competitor = spawn_self_with("sm-competitor", NULL, competitor_env, NULL);
+    }
+    for (int c = 0; c < container_count; c++) {
+        char limit[64], region[700];
+        snprintf(limit, sizeof limit, "CUDA_DEVICE_SM_LIMIT=%d", containers[c].percent);
+        snprintf(region, sizeof region, "CUDA_DEVICE_MEMORY_SHARED_CACHE=%s/container-%d.region", getenv("VGPU_TEST_DIR"), c);
+        const char *limited_env[] = {preload, limit, region, "GPU_CORE_UTILIZATION_POLICY=force", NULL};
+        for (int i = 0; i < containers[c].process_count; i++)
+            containers[c].processes[i] = spawn_self_with("sm-limited", NULL, limited_env, NULL);
+    }
     struct mock_state *state = mock_state_for_tests();
     EXPECT(state != NULL, "mock state readable");
     uint64_t start = vgpu_now_ns();
     vgpu_sleep_until_ns(start + SETTLE_NS);
-    uint64_t from = vgpu_now_ns(), limited_busy = 0, competitor_busy = 0, device_busy = 0;
+    uint64_t from = vgpu_now_ns(), competitor_busy = 0, device_busy = 0;
     for (int window = 0; window < MEASURE_WINDOWS; window++) {
-        uint64_t window_start = from + (uint64_t)window * WINDOW_NS;
-        vgpu_sleep_until_ns(window_start + WINDOW_NS + 2 * MOCK_BUCKET_NS); /* let the window's last bucket settle */
-        limited_busy += busy_of(state, limited, window_start, window_start + WINDOW_NS);
-        competitor_busy += busy_of(state, competitor, window_start, window_start + WINDOW_NS);
-        device_busy += mock_timeline_busy_ns(&state->devices[0].timeline, window_start, window_start + WINDOW_NS);
+        uint64_t window_start = from + (uint64_t)window * WINDOW_NS, window_end = window_start + WINDOW_NS;
+        vgpu_sleep_until_ns(window_end + 2 * MOCK_BUCKET_NS); /* let the window's last bucket settle */
+        for (int c = 0; c < container_count; c++)
+            for (int i = 0; i < containers[c].process_count; i++)
+                containers[c].busy += busy_of(state, containers[c].processes[i], window_start, window_end);
+        if (competitor > 0) competitor_busy += busy_of(state, competitor, window_start, window_end);
+        device_busy += mock_timeline_busy_ns(&state->devices[0].timeline, window_start, window_end);
     }
-    kill(limited, SIGKILL);
-    kill(competitor, SIGKILL);
-    int limited_status = wait_child(limited), competitor_status = wait_child(competitor);
+    int stopped = 0, workers = 0;
+    for (int c = 0; c < container_count; c++)
+        for (int i = 0; i < containers[c].process_count; i++, workers++) kill(containers[c].processes[i], SIGKILL);
+    if (competitor > 0) kill(competitor, SIGKILL), workers++;
+    for (int c = 0; c < container_count; c++)
+        for (int i = 0; i < containers[c].process_count; i++) stopped += wait_child(containers[c].processes[i]) == 128 + SIGKILL;
+    if (competitor > 0) stopped += wait_child(competitor) == 128 + SIGKILL;
     double span = (double)(MEASURE_WINDOWS * WINDOW_NS);
-    double achieved = 100.0 * (double)limited_busy / span;
-    printf("sm-accuracy target=%d achieved=%.1f competitor=%.1f device=%.1f\n", percent, achieved,
-           100.0 * (double)competitor_busy / span, 100.0 * (double)device_busy / span);
+    double device = 100.0 * (double)device_busy / span, other = 100.0 * (double)competitor_busy / span;
+    int failures = 0;
+    for (int c = 0; c < container_count; c++) {
+        double achieved = 100.0 * (double)containers[c].busy / span;
+        const char *alongside = container_count == 1 ? "unlimited competitor" : "other container";
+        double beside = container_count == 1 ? other : 100.0 * (double)containers[1 - c].busy / span;
+        printf("sm-accuracy config=%s target=%d processes=%d achieved=%.1f %s=%.1f device=%.1f\n", argv[2],
+               containers[c].percent, containers[c].process_count, achieved,
+               container_count == 1 ? "competitor" : "other", beside, device);
+        fprintf(stderr, "  limit %d%% (%d process%s): achieved %.1f%%, %s %.1f%%, device busy %.1f%%\n", containers[c].percent,
+                containers[c].process_count, containers[c].process_count == 1 ? "" : "es", achieved, alongside, beside, device);
+        if (achieved < containers[c].percent - TOLERANCE_POINTS || achieved > containers[c].percent + TOLERANCE_POINTS) {
+            fprintf(stderr, "  achieved %.1f%% for a %d%% limit (tolerance %.0f points)\n", achieved, containers[c].percent,
+                    TOLERANCE_POINTS);
+            failures++;
+        }
+    }
     fflush(stdout);
-    fprintf(stderr, "  limit %d%%: achieved %.1f%% while the unlimited process got %.1f%% (device busy %.1f%%)\n", percent,
-            achieved, 100.0 * (double)competitor_busy / span, 100.0 * (double)device_busy / span);
-    EXPECT(limited_status == 128 + SIGKILL && competitor_status == 128 + SIGKILL, "workers ran until stopped (%d, %d)",
-           limited_status, competitor_status);
-    EXPECT(achieved >= percent - TOLERANCE_POINTS && achieved <= percent + TOLERANCE_POINTS,
-           "achieved %.1f%% for a %d%% limit (tolerance %.0f points)", achieved, percent, TOLERANCE_POINTS);
-    EXPECT(competitor_busy > 0, "the unlimited process competed");
-    return 0;
+    EXPECT(stopped == workers, "workers ran until stopped (%d of %d)", stopped, workers);
+    EXPECT(competitor <= 0 || competitor_busy > 0, "the unlimited process competed");
+    return failures == 0 ? 0 : 1;
 }
 
 /* For scripts/gpu-check.sh on a real GPU: a compute-bound PTX kernel (the driver compiles it), run

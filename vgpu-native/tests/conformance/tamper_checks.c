@@ -4,6 +4,7 @@
  * Each region check plays the hostile process itself: it rewrites the region through its own mapping,
  * exactly as any process of the container could, then asks libvgpu for more than the limit. */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -12,6 +13,7 @@
 #include "check.h"
 #include "checks.h"
 #include "common/util.h"
+#include "mock/reference_kernels.h"
 #include "mock/state.h"
 #include "vgpu/region.h"
 
@@ -185,13 +187,67 @@ int check_region_rewrite_switch(int argc, char **argv) {
     }
     CU_OK(cuCtxSynchronize());
     vgpu_sleep_ns(3 * MOCK_BUCKET_NS);
-    struct mock_state *state = mock_state_for_tests();
-    int slot = state != NULL ? mock_slot_of(state, getpid()) : -1;
-    EXPECT(slot >= 0, "this process is in the mock state");
-    uint64_t from = start + 1500000000ULL, to = start + 2500000000ULL;
-    double share = 100.0 * (double)mock_timeline_busy_ns(&state->processes[slot].devices[0].timeline, from, to) / (double)(to - from);
+    double share = device_share_of(getpid(), start + 1500000000ULL, start + 2500000000ULL);
+    EXPECT(share >= 0, "this process is in the mock state");
     fprintf(stderr, "  compute switch cleared: %.1f%% of the device under a %d%% limit\n", share, percent);
     EXPECT(share <= percent + 8.0, "with the switch cleared the process used %.1f%% of the device, limit %d%%", share, percent);
+    return 0;
+}
+
+/* The container's pacer is in the region: a hostile thread keeps its budget at the smallest positive
+ * number and its bucket empty, so that every launch of every process would pass at once (a budget the
+ * container's controller cannot correct: the thread rewrites it every 100 us). This process notices
+ * that the container's pacer no longer holds it, paces itself, and says so once. */
+static _Atomic int attack_over;
+
+static void *subvert_the_pacer(void *region_pointer) {
+    struct vgpu_region *region = region_pointer;
+    double tiny = 4.9e-324;
+    uint64_t bits;
+    memcpy(&bits, &tiny, sizeof bits);
+    while (!atomic_load(&attack_over)) {
+        atomic_store(&region->devices[0].pace.budget_bits, bits);
+        atomic_store(&region->devices[0].pace.next_ns, 0);
+        atomic_store(&region->devices[0].pace.hold_until_ns, 0);
+        vgpu_sleep_ns(100000);
+    }
+    return NULL;
+}
+
+int check_region_rewrite_pacer(int argc, char **argv) {
+    (void)argc, (void)argv;
+    int percent = atoi(getenv("CUDA_DEVICE_SM_LIMIT"));
+    CUcontext context;
+    if (setup_primary_context(&context)) return 1;
+    CUfunction spin;
+    if (load_reference_kernel(&spin, MOCK_SPIN_KERNEL)) return 1;
+    CUevent ring[16];
+    for (int i = 0; i < 16; i++) CU_OK(cuEventCreate(&ring[i], CU_EVENT_DISABLE_TIMING));
+    struct vgpu_region *region = map_region_writable();
+    EXPECT(region != NULL, "region maps");
+    struct log_capture capture;
+    if (log_capture_begin(&capture, "pacer")) return 1;
+    pthread_t attacker;
+    EXPECT(pthread_create(&attacker, NULL, subvert_the_pacer, region) == 0, "attacking thread started");
+    unsigned seed = (unsigned)getpid();
+    uint64_t start = vgpu_now_ns(), stop = start + 3200000000ULL;
+    for (unsigned i = 0; vgpu_now_ns() < stop; i++) {
+        if (i >= 16) CU_OK(cuEventSynchronize(ring[i % 16]));
+        CU_OK(launch_spin(spin, 10000ULL + (unsigned)rand_r(&seed) % 190001, 1 + (unsigned)rand_r(&seed) % 2000, NULL));
+        CU_OK(cuEventRecord(ring[i % 16], NULL));
+    }
+    atomic_store(&attack_over, 1);
+    pthread_join(attacker, NULL);
+    CU_OK(cuCtxSynchronize());
+    if (log_capture_end(&capture)) return 1;
+    vgpu_sleep_ns(3 * MOCK_BUCKET_NS);
+    double share = device_share_of(getpid(), start + 2000000000ULL, start + 3000000000ULL);
+    EXPECT(share >= 0, "this process is in the mock state");
+    fprintf(stderr, "  pacer's budget and bucket rewritten every 100 us: %.1f%% of the device under a %d%% limit; %s", share, percent,
+            capture.text);
+    EXPECT(lines_containing(capture.text, "this process paces itself") == 1, "one line says so: %s", capture.text);
+    EXPECT(share >= percent - 3.0 && share <= percent + 3.0, "with the pacer rewritten the process used %.1f%% of the device, "
+           "limit %d%%", share, percent);
     return 0;
 }
 

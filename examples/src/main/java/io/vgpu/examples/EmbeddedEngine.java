@@ -32,7 +32,7 @@ public final class EmbeddedEngine {
     CompiledRequest request = engine.compile(pod);
     FilterResult result = engine.filter(request, null, true);
     result.placement().ifPresent(p -> {
-      engine.reserve(p.grant());
+      engine.reserve(p);
       System.out.println("infer -> " + p.node() + " " + p.grant().containers().get(0).devices());
     });
 

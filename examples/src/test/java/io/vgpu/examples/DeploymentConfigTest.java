@@ -10,29 +10,61 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.dataformat.yaml.YAMLMapper;
 
-/** The reference deployment agrees with what the code serves and needs. */
+/** The reference deployment (examples/deploy, the chart's render) agrees with what the code serves and needs. */
 class DeploymentConfigTest {
   private static final YAMLMapper YAML = YAMLMapper.builder().build();
 
-  private static List<JsonNode> documents(String file) throws Exception {
+  /** Every object of every manifest in examples/deploy. */
+  private static List<JsonNode> objects() throws Exception {
     List<JsonNode> docs = new ArrayList<>();
-    try (var parser = YAML.createParser(Path.of("deploy", file).toFile())) {
-      var it = YAML.readValues(parser, JsonNode.class);
-      while (it.hasNext()) {
-        docs.add(it.next());
+    try (Stream<Path> files = Files.list(Path.of("deploy"))) {
+      for (Path file : files.filter(f -> f.toString().endsWith(".yaml")).sorted().toList()) {
+        try (var parser = YAML.createParser(file.toFile())) {
+          var it = YAML.readValues(parser, JsonNode.class);
+          while (it.hasNext()) {
+            JsonNode doc = it.next();
+            if (doc != null && doc.isObject()) {
+              docs.add(doc);
+            }
+          }
+        }
       }
     }
     return docs;
   }
 
+  private static JsonNode object(String kind, String name) throws Exception {
+    return objects().stream()
+        .filter(d -> d.path("kind").asString().equals(kind) && d.path("metadata").path("name").asString().equals(name))
+        .findFirst()
+        .orElseThrow(() -> new AssertionError("examples/deploy has no " + kind + " " + name));
+  }
+
+  private static JsonNode container(JsonNode workload, String name) {
+    JsonNode spec = workload.path("spec").path("template").path("spec");
+    for (String list : List.of("initContainers", "containers")) {
+      for (JsonNode c : spec.path(list)) {
+        if (c.path("name").asString().equals(name)) {
+          return c;
+        }
+      }
+    }
+    throw new AssertionError("no container " + name);
+  }
+
+  private static JsonNode kubeSchedulerConfig() throws Exception {
+    return YAML.readTree(object("ConfigMap", "hami-scheduler").path("data").path("config.yaml").asString());
+  }
+
   @Test
   void kubeSchedulerCallsTheExtenderForEveryResourceItManages() throws Exception {
-    JsonNode config = documents("scheduler-config.yaml").get(0);
+    JsonNode config = kubeSchedulerConfig();
     assertThat(config.path("apiVersion").asString()).isEqualTo("kubescheduler.config.k8s.io/v1");
     JsonNode extender = config.path("extenders").get(0);
     assertThat(extender.path("filterVerb").asString()).isEqualTo("filter");
@@ -49,18 +81,6 @@ class DeploymentConfigTest {
     assertThat(config.path("profiles").get(0).path("schedulerName").asString()).isEqualTo("hami-scheduler");
   }
 
-  @Test
-  void rbacGrantsWhatTheSchedulerDoes() throws Exception {
-    List<String> grants = grants(kind(documents("rbac.yaml"), "ClusterRole"));
-    assertThat(grants).contains(
-        "pods:list", "pods:watch", "pods:get", "pods:patch", // informer, decision annotations, bind phase
-        "nodes:list", "nodes:watch", "nodes:update", "nodes:patch", // node lock (update), handshake (patch)
-        "bindings:create", "pods/binding:create",
-        "resourcequotas:list", "resourcequotas:watch",
-        "events:create",
-        "leases:get", "leases:list", "leases:watch");
-  }
-
   private static List<String> grants(JsonNode role) {
     List<String> grants = new ArrayList<>();
     for (JsonNode rule : role.path("rules")) {
@@ -73,30 +93,38 @@ class DeploymentConfigTest {
     return grants;
   }
 
-  private static JsonNode kind(List<JsonNode> docs, String kind) {
-    return docs.stream().filter(d -> d.path("kind").asString().equals(kind)).findFirst().orElseThrow();
+  @Test
+  void rbacGrantsWhatTheSchedulerDoes() throws Exception {
+    // The chart's ChartRbacTest holds every grant to the code, verb by verb; this is the deployment's view.
+    assertThat(grants(object("ClusterRole", "hami-scheduler"))).contains(
+        "pods:list", "pods:watch", "pods:get", "pods:patch", // informer, decision annotations, bind phase
+        "nodes:list", "nodes:watch", "nodes:update", "nodes:patch", // node lock (update), handshake (patch)
+        "bindings:create",
+        "resourcequotas:list", "resourcequotas:watch",
+        "events:create");
+    assertThat(grants(object("Role", "hami-scheduler"))).contains("leases:list", "leases:watch");
   }
 
   @Test
   void theDeviceConfigIsHamisDefaultsAndReadsWithoutError(@TempDir Path dir) throws Exception {
     Path file = dir.resolve("device-config.yaml");
-    Files.writeString(file, documents("device-config.yaml").get(0).path("data").path("device-config.yaml").asString());
+    Files.writeString(file, object("ConfigMap", "hami-scheduler-device").path("data").path("device-config.yaml").asString());
     assertThat(new DeviceConfigReader(Set.of()).readFile(file)).isEqualTo(DeviceConfig.DEFAULT);
   }
 
   @Test
   void theNodeAgentHasItsRightsAndItsHostPaths() throws Exception {
-    List<JsonNode> docs = documents("device-plugin.yaml");
-    assertThat(grants(kind(docs, "ClusterRole"))).containsExactlyInAnyOrder(
+    assertThat(grants(object("ClusterRole", "hami-device-plugin"))).containsExactlyInAnyOrder(
         "pods:list", "pods:watch", "pods:get", "pods:patch", // pod cache, popped entries, bind phase
         "nodes:get", "nodes:patch", "nodes:update", // registration (patch), lock release (update)
         "events:create"); // the watchdog's Warning Event on a pod over its memory grant
-    JsonNode pod = kind(docs, "DaemonSet").path("spec").path("template").path("spec");
+    JsonNode daemonSet = object("DaemonSet", "hami-device-plugin");
+    JsonNode pod = daemonSet.path("spec").path("template").path("spec");
     // NVML names GPU processes by host PID; the watchdog reads their cgroups and signals them.
     assertThat(pod.path("hostPID").asBoolean()).isTrue();
     assertThat(pod.path("hostNetwork").asBoolean()).isFalse();
     assertThat(pod.path("hostIPC").asBoolean()).isFalse();
-    JsonNode container = pod.path("containers").get(0);
+    JsonNode container = container(daemonSet, "device-plugin");
     assertThat(container.path("args").get(0).asString()).isEqualTo("device-plugin");
     String hookPath = null;
     for (JsonNode env : container.path("env")) {
@@ -126,25 +154,22 @@ class DeploymentConfigTest {
 
   @Test
   void theWebhookPointsAtTheSchedulersRoute() throws Exception {
-    JsonNode hook = documents("webhook.yaml").get(0).path("webhooks").get(0);
+    JsonNode hook = object("MutatingWebhookConfiguration", "hami-webhook").path("webhooks").get(0);
     assertThat(hook.path("clientConfig").path("service").path("path").asString()).isEqualTo("/webhook");
     assertThat(hook.path("admissionReviewVersions").toString()).isEqualTo("[\"v1\",\"v1beta1\"]");
+    assertThat(hook.path("failurePolicy").asString()).isEqualTo("Fail");
     assertThat(hook.path("namespaceSelector").path("matchExpressions").get(0).path("key").asString()).isEqualTo("hami.io/webhook");
-    // Every pod reaches the webhook, which judges the pod label itself (webhookIgnoreLabelNamespaces)
-    // and removes the scheduler's annotations a pod was created with.
+    // No objectSelector: the webhook judges the pod label itself (webhookIgnoreLabelNamespaces). Which pods
+    // are sent is the match condition's: those asking for GPUs and those carrying the scheduler's
+    // annotations, which the webhook removes (ChartTest evaluates it with CEL).
     assertThat(hook.has("objectSelector")).isFalse();
+    assertThat(hook.path("matchConditions").get(0).path("expression").asString()).contains("nvidia.com/gpu", "hami.io/vgpu-devices-allocated");
   }
 
   @Test
   void kubeSchedulerReachesTheExtenderOnLoopbackAndKubeletProbesTheMetricsPort() throws Exception {
-    JsonNode extender = documents("scheduler-config.yaml").get(0).path("extenders").get(0);
-    JsonNode container = null;
-    for (JsonNode c : kind(documents("scheduler.yaml"), "Deployment").path("spec").path("template").path("spec").path("containers")) {
-      if (c.path("name").asString().equals("vgpu")) {
-        container = c;
-      }
-    }
-    assertThat(container).isNotNull();
+    JsonNode extender = kubeSchedulerConfig().path("extenders").get(0);
+    JsonNode container = container(object("Deployment", "hami-scheduler"), "vgpu-scheduler-extender");
     String extenderBind = null;
     String metricsBind = ":9395";
     for (JsonNode arg : container.path("args")) {

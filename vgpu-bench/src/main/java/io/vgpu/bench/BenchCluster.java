@@ -6,6 +6,7 @@ import io.vgpu.api.PodRequest;
 import io.vgpu.api.PolicyOverrides;
 import io.vgpu.api.SchedulableDevice;
 import io.vgpu.api.ScoringWeights;
+import io.vgpu.api.spi.PlacementPolicyProvider;
 import io.vgpu.core.Engine;
 import io.vgpu.core.FilterResult;
 import io.vgpu.core.NodeDevices;
@@ -31,11 +32,15 @@ final class BenchCluster {
 
   /**
    * An engine with {@code nodes} nodes about half used. With {@code policies}, the registered
-   * placement policies are loaded too, and every fill request is compiled once under each of {@code
-   * learners}, so that fragmentation-aware policies have learned the workload.
+   * placement policies are loaded too, and the fragmentation-aware ones learn the workload from the
+   * fill pods the engine reserves; {@code extra} policies are added.
    */
-  static Engine halfUsed(int nodes, boolean policies, long seed, String... learners) {
-    Engine engine = Engine.builder().loadPoliciesFromClassPath(policies).build();
+  static Engine halfUsed(int nodes, boolean policies, long seed, PlacementPolicyProvider... extra) {
+    Engine.Builder builder = Engine.builder().loadPoliciesFromClassPath(policies);
+    for (PlacementPolicyProvider provider : extra) {
+      builder.policy(provider);
+    }
+    Engine engine = builder.build();
     for (int n = 0; n < nodes; n++) {
       engine.upsertNode(node(n));
     }
@@ -49,11 +54,8 @@ final class BenchCluster {
       while (used < target) {
         long[] shape = MIX[random.nextInt(MIX.length)];
         PodRequest request = pod("fill-" + pod++, shape, random.nextBoolean() ? "binpack" : "spread");
-        for (String learner : learners) {
-          engine.compile(pod(request.pod().name(), shape, learner));
-        }
         FilterResult result = engine.filter(engine.compile(request), List.of(name), false);
-        if (result.placement().isEmpty() || !engine.reserve(result.placement().get().grant()).reserved()) {
+        if (result.placement().isEmpty() || !engine.reserve(result.placement().get()).reserved()) {
           break;
         }
         used += shape[0] * shape[1];

@@ -39,7 +39,7 @@ public class FitPathBenchmark {
 
     @Setup(Level.Trial)
     public void build() {
-      engine = BenchCluster.halfUsed(nodes, false, 42);
+      engine = BenchCluster.halfUsed(nodes, false, 42, FitPathFloor.provider());
       binpack = engine.compile(BenchCluster.probe("binpack"));
       spread = engine.compile(BenchCluster.probe("spread"));
       floor = FitPathFloor.of(engine);

@@ -17,7 +17,7 @@ import org.openjdk.jmh.annotations.State;
 /**
  * The fragmentation-aware policies on the engine's full path: one pod filtered against every node,
  * where every fitting node gets a fit walk in the policy's card order and a fragmentation score (the
- * policies learned the workload from the requests that filled the cluster).
+ * policies learned the workload from the pods that filled the cluster).
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
@@ -34,7 +34,7 @@ public class FragmentationPolicyBenchmark {
 
   @Setup(Level.Trial)
   public void build() {
-    engine = BenchCluster.halfUsed(nodes, true, 42, policy);
+    engine = BenchCluster.halfUsed(nodes, true, 42);
     request = engine.compile(BenchCluster.probe(policy));
   }
 

@@ -1,7 +1,7 @@
 package io.vgpu.bench;
 
-import io.vgpu.api.PodGrant;
 import io.vgpu.core.Engine;
+import io.vgpu.core.Placement;
 import io.vgpu.core.ReserveResult;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -15,8 +15,8 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 
 /**
- * Counting a placement and returning it: {@code Engine.reserve} (capacity re-checked and the node's
- * snapshot swapped with compare-and-set) followed by {@code Engine.release}, for one sharing pod on a
+ * Counting a placement and returning it: {@code Engine.reserve} (the placement re-checked against the
+ * fit rule on the node's snapshot, which is swapped with compare-and-set) followed by {@code Engine.release}, for one sharing pod on a
  * cluster about half used.
  */
 @BenchmarkMode(Mode.AverageTime)
@@ -27,20 +27,20 @@ public class ReserveReleaseBenchmark {
   public int nodes;
 
   private Engine engine;
-  private PodGrant grant;
+  private Placement placement;
 
   @Setup(Level.Trial)
   public void build() {
     engine = BenchCluster.halfUsed(nodes, false, 42);
-    grant = engine.filter(engine.compile(BenchCluster.probe("binpack")), null, false).placement().orElseThrow().grant();
+    placement = engine.filter(engine.compile(BenchCluster.probe("binpack")), null, false).placement().orElseThrow();
   }
 
   @Benchmark
   public boolean reserveAndRelease() {
-    ReserveResult result = engine.reserve(grant);
+    ReserveResult result = engine.reserve(placement);
     if (!result.reserved()) {
       throw new IllegalStateException(result.message());
     }
-    return engine.release(grant.pod());
+    return engine.release(placement.grant().pod());
   }
 }

@@ -1,14 +1,10 @@
 package io.vgpu.core;
 
 import io.vgpu.api.ContainerRequest;
-import io.vgpu.api.DeviceConstraints;
 import io.vgpu.api.PodRequest;
 import io.vgpu.api.spi.CardDemand;
 import io.vgpu.api.spi.PlacementPolicy;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Locale;
-import java.util.Set;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -21,32 +17,16 @@ public final class CompiledRequest {
   final @Nullable CardDemand[] initDemands;
   final @Nullable CardDemand[] appDemands;
   final PlacementPolicy policy;
-  final boolean mutex;
-  final boolean numaBind;
-  private final @Nullable Set<String> useUuids;
-  private final @Nullable Set<String> avoidUuids;
-  private final String[] useTypes;
-  private final String[] avoidTypes;
-  private final String sharingMode;
+  final CardConstraints constraints;
   /** The single app container with devices when the request can take the scan's fast path, else -1. */
   final int fastContainer;
-
-  /** Per interned device type: 0 not yet known, 1 allowed, 2 refused. Races only recompute. */
-  private volatile byte[] typeVerdicts = new byte[32];
 
   CompiledRequest(PodRequest request, RequestResolver resolver, PlacementPolicy policy, boolean mutex) {
     this.request = request;
     this.initDemands = resolveAll(request.initContainers(), resolver);
     this.appDemands = resolveAll(request.containers(), resolver);
     this.policy = policy;
-    this.mutex = mutex;
-    DeviceConstraints c = request.constraints();
-    this.numaBind = c.numaBind();
-    this.useUuids = trimmedSet(c.useUuids());
-    this.avoidUuids = trimmedSet(c.avoidUuids());
-    this.useTypes = upperCased(c.useTypes());
-    this.avoidTypes = upperCased(c.avoidTypes());
-    this.sharingMode = c.sharingMode();
+    this.constraints = new CardConstraints(request.constraints(), mutex);
     this.fastContainer = fastContainer();
   }
 
@@ -58,8 +38,9 @@ public final class CompiledRequest {
     return out;
   }
 
+  /** Only order-independent requests qualify: NUMA binding and UUID lists depend on which cards go together. */
   private int fastContainer() {
-    if (numaBind || useUuids != null || avoidUuids != null) {
+    if (constraints.numaBind || constraints.listsUuids) {
       return -1;
     }
     for (CardDemand d : initDemands) {
@@ -77,24 +58,6 @@ public final class CompiledRequest {
       }
     }
     return found;
-  }
-
-  private static @Nullable Set<String> trimmedSet(List<String> values) {
-    Set<String> out = new HashSet<>();
-    for (String v : values) {
-      if (!v.trim().isEmpty()) {
-        out.add(v.trim());
-      }
-    }
-    return out.isEmpty() ? null : Set.copyOf(out);
-  }
-
-  private static String[] upperCased(List<String> values) {
-    return values.stream()
-        .map(String::trim)
-        .filter(v -> !v.isEmpty())
-        .map(v -> v.toUpperCase(Locale.ROOT))
-        .toArray(String[]::new);
   }
 
   /** The request this was compiled from. */
@@ -130,51 +93,5 @@ public final class CompiledRequest {
   /** The resolved per-card demand of init container {@code i}, or {@code null} if it asks for none. */
   public @Nullable CardDemand initDemand(int i) {
     return initDemands[i];
-  }
-
-  boolean uuidAllowed(String uuid) {
-    if (useUuids != null && !useUuids.contains(uuid)) {
-      return false;
-    }
-    return avoidUuids == null || !avoidUuids.contains(uuid);
-  }
-
-  boolean typeAllowed(int typeId) {
-    byte[] verdicts = typeVerdicts;
-    if (typeId < verdicts.length) {
-      byte v = verdicts[typeId];
-      if (v != 0) {
-        return v == 1;
-      }
-    }
-    boolean allowed = typeMatches(DeviceTypes.type(typeId), DeviceTypes.mode(typeId));
-    byte[] grown = verdicts;
-    if (typeId >= grown.length) {
-      grown = java.util.Arrays.copyOf(verdicts, Math.max(typeId + 1, verdicts.length * 2));
-    }
-    grown[typeId] = (byte) (allowed ? 1 : 2);
-    typeVerdicts = grown;
-    return allowed;
-  }
-
-  /** HAMi's type check: use/avoid lists as case-insensitive substrings, and the sharing-mode check. */
-  private boolean typeMatches(String type, String mode) {
-    String upper = type.toUpperCase(Locale.ROOT);
-    if (useTypes.length > 0 && !containsAny(upper, useTypes)) {
-      return false;
-    }
-    if (avoidTypes.length > 0 && containsAny(upper, avoidTypes)) {
-      return false;
-    }
-    return sharingMode.isEmpty() || sharingMode.contains(mode);
-  }
-
-  private static boolean containsAny(String upperType, String[] needles) {
-    for (String needle : needles) {
-      if (upperType.contains(needle)) {
-        return true;
-      }
-    }
-    return false;
   }
 }

@@ -1,8 +1,5 @@
 package io.vgpu.core;
 
-import io.vgpu.api.ContainerGrant;
-import io.vgpu.api.DeviceGrant;
-import io.vgpu.api.FitReason;
 import io.vgpu.api.PodGrant;
 import io.vgpu.api.PodRef;
 import io.vgpu.api.PodRequest;
@@ -12,8 +9,6 @@ import io.vgpu.api.spi.PlacementPolicy;
 import io.vgpu.api.spi.PlacementPolicyProvider;
 import io.vgpu.api.spi.PlacementView;
 import java.util.ArrayList;
-import java.util.EnumMap;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -30,10 +25,14 @@ import org.jspecify.annotations.Nullable;
  * answers where a pod fits ({@link #filter}), counts a placement ({@link #reserve}), returns it
  * ({@link #release}) and explains a pod that fits nowhere ({@link #explain}).
  *
- * <p>The fit rules, reason words and scores are HAMi's. Every node is an immutable snapshot swapped
- * with compare-and-set: filters read without locking, and concurrent reservations can never
- * over-commit a card, because each one re-checks capacity against the snapshot it replaces. The engine
- * does no I/O and starts no thread; it is safe for concurrent use.
+ * <p>The fit rules, reason words and scores are HAMi's, decided in one place ({@link FitRule}) for the
+ * filter, explain and reserve alike. Every node is an immutable snapshot of its devices' usage and of
+ * the grants that usage sums, swapped with compare-and-set: filters read without locking; a
+ * reservation is checked against the very snapshot it replaces, so it refuses exactly what a fresh
+ * filter would and concurrent reservations can never over-commit a card; and a grant is counted in
+ * the same atomic step that records it on its node, so none is lost or counted twice whatever order
+ * registrations, restores, reservations and releases run in. The engine does no I/O and starts no
+ * thread; it is safe for concurrent use.
  */
 public final class Engine {
   private static final PlacementView NO_PLACEMENT =
@@ -69,14 +68,18 @@ public final class Engine {
   private final Map<String, PlacementPolicyProvider> providers;
   private final Map<String, PlacementPolicy> namedPolicies = new ConcurrentHashMap<>();
   private final Map<String, HamiPolicy> hamiPolicies = new ConcurrentHashMap<>();
+  /**
+   * Every registered node, and every unregistered one on which grants are held (they count once it
+   * registers). An entry whose snapshot is {@link NodeState#RETIRED} is on its way out of the map.
+   */
   private final Map<String, AtomicReference<NodeState>> nodes = new ConcurrentHashMap<>();
   private final Object registrationLock = new Object();
   private volatile NodeList nodeList = new NodeList(List.of(), List.of());
-  private final Map<PodRef, Held> pods = new ConcurrentHashMap<>();
+  /** The grant each pod holds; the count itself lives in its node's snapshot. */
+  private final Map<PodRef, PodUsage> pods = new ConcurrentHashMap<>();
   private final QuotaLedger quotas;
+  private final WorkloadFeed workload;
   private final ThreadLocal<PodFitter> fitters = ThreadLocal.withInitial(PodFitter::new);
-
-  private record Held(PodGrant grant, PodUsage usage) {}
 
   /** Registration-ordered nodes, replaced whole when a node joins or leaves. */
   @SuppressWarnings("rawtypes")
@@ -96,6 +99,9 @@ public final class Engine {
     this.resolver = new RequestResolver(config.schema());
     this.providers = providers;
     this.quotas = new QuotaLedger(config.schema().effectiveMemoryFactor());
+    // Every named policy exists from the start, so each learns from every grant counted.
+    providers.forEach((name, provider) -> namedPolicies.put(name, provider.create()));
+    this.workload = new WorkloadFeed(List.copyOf(namedPolicies.values()));
   }
 
   /** An engine with HAMi's defaults and the placement policies found on the class path. */
@@ -161,23 +167,23 @@ public final class Engine {
   // Nodes and quotas
 
   /**
-   * Registers a node, or re-registers it with new capacity. Usage of devices that stay is kept; the
-   * usage of a device new to the ledger is rebuilt from the grants that name it.
+   * Registers a node, or re-registers it with new capacity, health or cordons. Its usage is the sum of
+   * the grants held on it, so grants restored before it registered count, and a device new to it gets
+   * the usage of the grants that name it.
    */
   public void upsertNode(NodeDevices node) {
     synchronized (registrationLock) {
-      AtomicReference<NodeState> ref = nodes.get(node.name());
-      if (ref == null) {
-        ref = new AtomicReference<>(NodeState.of(node, usageFromGrants(node.name())));
-        nodes.put(node.name(), ref);
-        rebuildNodeList();
-        return;
-      }
       while (true) {
+        AtomicReference<NodeState> ref = entry(node.name());
         NodeState old = ref.get();
-        Map<String, int[]> fromGrants = usageFromGrants(node.name());
-        NodeState next = old.reregistered(node, fromGrants);
-        if (ref.compareAndSet(old, next)) {
+        if (old == NodeState.RETIRED) {
+          nodes.remove(node.name(), ref);
+          continue;
+        }
+        if (ref.compareAndSet(old, old.registeredAs(node))) {
+          if (!old.registered) {
+            rebuildNodeList();
+          }
           return;
         }
       }
@@ -187,11 +193,37 @@ public final class Engine {
   /** Removes a node. Grants on it stay held and count again if it comes back. */
   public boolean removeNode(String name) {
     synchronized (registrationLock) {
-      boolean removed = nodes.remove(name) != null;
-      if (removed) {
-        rebuildNodeList();
+      AtomicReference<NodeState> ref = nodes.get(name);
+      if (ref == null) {
+        return false;
       }
-      return removed;
+      while (true) {
+        NodeState old = ref.get();
+        if (!old.registered) {
+          return false;
+        }
+        NodeState withdrawn = old.withdrawn();
+        if (ref.compareAndSet(old, withdrawn)) {
+          rebuildNodeList();
+          retireIfIdle(name, ref, withdrawn);
+          return true;
+        }
+      }
+    }
+  }
+
+  /** The node's ledger entry, created unregistered and empty when there is none. */
+  private AtomicReference<NodeState> entry(String name) {
+    return nodes.computeIfAbsent(name, n -> new AtomicReference<>(NodeState.unregistered(n)));
+  }
+
+  /**
+   * Drops the entry of a node that is neither registered nor holds a grant. It is first marked
+   * retired, so a thread that fetched the entry before it left the map cannot add to it unseen.
+   */
+  private void retireIfIdle(String name, AtomicReference<NodeState> ref, NodeState state) {
+    if (state.idle() && ref.compareAndSet(state, NodeState.RETIRED)) {
+      nodes.remove(name, ref);
     }
   }
 
@@ -202,14 +234,14 @@ public final class Engine {
     Set<String> listed = new HashSet<>();
     for (String name : nodeList.names) {
       AtomicReference<NodeState> ref = nodes.get(name);
-      if (ref != null) {
+      if (ref != null && ref.get().registered) {
         names.add(name);
         refs.add(ref);
         listed.add(name);
       }
     }
     for (Map.Entry<String, AtomicReference<NodeState>> e : nodes.entrySet()) {
-      if (listed.add(e.getKey())) {
+      if (e.getValue().get().registered && listed.add(e.getKey())) {
         names.add(e.getKey());
         refs.add(e.getValue());
       }
@@ -217,45 +249,21 @@ public final class Engine {
     nodeList = new NodeList(names, refs);
   }
 
-  private Map<String, int[]> usageFromGrants(String node) {
-    Map<String, int[]> usage = new HashMap<>();
-    for (Held held : pods.values()) {
-      if (!held.grant.node().equals(node)) {
-        continue;
-      }
-      PodUsage u = held.usage;
-      for (int i = 0; i < u.uuids.length; i++) {
-        int[] sum = usage.computeIfAbsent(u.uuids[i], k -> new int[3]);
-        sum[0] += u.memory[i];
-        sum[1] += u.cores[i];
-        sum[2] += u.slots[i];
-      }
-    }
-    return usage;
-  }
-
   /** Names of the registered nodes, in registration order. */
   public List<String> nodeNames() {
     return List.of(nodeList.names);
   }
 
-  /**
-   * The current snapshot of every node, in registration order. Package-private on purpose: it lets a
-   * same-package tool (the fit-path benchmark's raw-scan floor) read the very arrays {@link #filter}
-   * scans, without widening the public API.
-   */
-  NodeState[] snapshots() {
-    NodeList list = nodeList;
-    NodeState[] out = new NodeState[list.refs.length];
-    for (int i = 0; i < out.length; i++) {
-      out[i] = list.refs[i].get();
-    }
-    return out;
-  }
-
   /** Whether the node is registered. */
   public boolean hasNode(String name) {
-    return nodes.containsKey(name);
+    return registered(name) != null;
+  }
+
+  /** The node's current snapshot, or {@code null} when it is not registered. */
+  private @Nullable NodeState registered(String name) {
+    AtomicReference<NodeState> ref = nodes.get(name);
+    NodeState state = ref == null ? null : ref.get();
+    return state == null || !state.registered ? null : state;
   }
 
   /** Sets a namespace's quota; {@link QuotaLimits#NONE} lifts it. */
@@ -293,14 +301,7 @@ public final class Engine {
               key, k -> new HamiPolicy(nodePolicy, devicePolicy, request.overrides().weights(), numaBind));
     }
     boolean mutex = HamiPolicy.mentions(devicePolicy, "mutex");
-    CompiledRequest compiled = new CompiledRequest(request, resolver, policy, mutex);
-    for (int i = 0; i < request.containers().size(); i++) {
-      CardDemand d = compiled.appDemand(i);
-      if (d != null) {
-        policy.observe(d);
-      }
-    }
-    return compiled;
+    return new CompiledRequest(request, resolver, policy, mutex);
   }
 
   private @Nullable PlacementPolicy namedPolicy(String name) {
@@ -336,6 +337,7 @@ public final class Engine {
     NodeState best = null;
     double bestScore = Double.NEGATIVE_INFINITY;
 
+    boolean fast = fastDemand != null;
     NodeList list = nodeList;
     int count = candidates == null ? list.names.length : candidates.size();
     for (int i = 0; i < count; i++) {
@@ -344,33 +346,23 @@ public final class Engine {
         state = list.refs[i].get();
       } else {
         AtomicReference<NodeState> ref = nodes.get(candidates.get(i));
-        if (ref == null) {
-          if (detailed) {
-            rejections.add(NodeRejection.unregistered(candidates.get(i)));
-          }
-          continue;
-        }
-        state = ref.get();
+        state = ref == null ? NodeState.RETIRED : ref.get();
       }
-      double score;
-      if (fastDemand != null) {
-        if (!fastFits(state, request, fastDemand)) {
-          if (detailed) {
-            fitter.fit(state, request, null);
+      // An unregistered snapshot has no device, so the fast path refuses it without looking.
+      if (fast ? !fastFits(state, request, fastDemand) : !state.registered || !fitter.fit(state, request, quota)) {
+        if (detailed) {
+          if (!state.registered) {
+            rejections.add(NodeRejection.unregistered(candidates == null ? list.names[i] : candidates.get(i)));
+          } else {
+            if (fast) {
+              fitter.fit(state, request, null);
+            }
             rejections.add(fitter.rejection());
           }
-          continue;
         }
-        score = request.policy.scoreNode(state, NO_PLACEMENT);
-      } else {
-        if (!fitter.fit(state, request, quota)) {
-          if (detailed) {
-            rejections.add(fitter.rejection());
-          }
-          continue;
-        }
-        score = request.policy.scoreNode(state, fitter);
+        continue;
       }
+      double score = request.policy.scoreNode(state, fast ? NO_PLACEMENT : fitter);
       if (detailed) {
         fitting.add(new FilterResult.NodeScore(state.name, score));
       }
@@ -385,12 +377,13 @@ public final class Engine {
     if (!fitter.fit(best, request, quota)) {
       throw new IllegalStateException("node " + best.name + " fitted during the scan but not on re-check");
     }
-    return new FilterResult(Optional.of(new Placement(best.name, bestScore, fitter.grant(request, config.schema().vendor()))), fitting, rejections);
+    Placement placement = new Placement(best.name, bestScore, fitter.grant(request, config.schema().vendor()), request);
+    return new FilterResult(Optional.of(placement), fitting, rejections);
   }
 
   /**
    * The scan's fast path for one container with devices and no constraint that depends on order: the
-   * pod fits iff enough cards pass every check, whichever order they are tried in.
+   * pod fits iff enough cards pass the fit rule, whichever order they are tried in.
    */
   private static boolean fastFits(NodeState node, CompiledRequest req, CardDemand demand) {
     int need = demand.count();
@@ -398,51 +391,29 @@ public final class Engine {
     if (need > n) {
       return false;
     }
+    CardConstraints c = req.constraints;
     int cores = demand.cores();
-    int absoluteMem = demand.memoryMiB();
-    int percent = demand.memoryPercent();
-    boolean mutex = req.mutex;
-    if (need == 1 && node.roomiestTotalMem >= 0) {
+    if (need == 1 && node.roomiest >= 0) {
       // The roomiest card, kept in the snapshot itself, decides most nodes without the device array.
-      int mem = absoluteMem > 0 ? absoluteMem : (int) ((long) node.roomiestTotalMem * percent / 100);
-      int sharers = node.roomiestSharers;
-      int totalCores = node.roomiestTotalCores;
-      int freeCores = node.roomiestFreeCores;
-      if (node.roomiestFreeMem >= mem
-          && freeCores >= cores
-          && !(mutex && sharers > 0)
-          && !(totalCores == 100 && cores == 100 && sharers > 0)
-          && !(totalCores != 0 && freeCores == 0 && cores == 0)
-          && req.typeAllowed(node.roomiestType)) {
+      int totalMem = node.roomiestTotalMem;
+      int refused =
+          FitRule.refusals(
+              c, node, node.roomiest, node.roomiestFlags, node.roomiestType, node.roomiestSplit, node.roomiestSharers,
+              totalMem, node.roomiestUsedMem, demand.memoryOn(totalMem), node.roomiestTotalCores, node.roomiestUsedCores, cores);
+      if (refused == 0) {
         return true;
       }
     }
     int[] data = node.data;
     int found = 0;
-    for (int base = 0, end = n * NodeState.STRIDE; base < end; base += NodeState.STRIDE) {
-      if ((data[base + NodeState.FLAGS] & NodeState.FLAG_SCHEDULABLE) == 0) {
-        continue;
-      }
-      int sharers = data[base + NodeState.SHARERS];
-      if (data[base + NodeState.SPLIT] <= sharers || (mutex && sharers > 0)) {
-        continue;
-      }
+    for (int d = 0, base = 0; d < n; d++, base += NodeState.STRIDE) {
       int totalMem = data[base + NodeState.TOTAL_MEM];
-      int mem = absoluteMem > 0 ? absoluteMem : (int) ((long) totalMem * percent / 100);
-      if (totalMem - data[base + NodeState.USED_MEM] < mem) {
-        continue;
-      }
-      int totalCores = data[base + NodeState.TOTAL_CORES];
-      int usedCores = data[base + NodeState.USED_CORES];
-      if (totalCores - usedCores < cores
-          || (totalCores == 100 && cores == 100 && sharers > 0)
-          || (totalCores != 0 && usedCores == totalCores && cores == 0)) {
-        continue;
-      }
-      if (!req.typeAllowed(data[base + NodeState.TYPE])) {
-        continue;
-      }
-      if (++found == need) {
+      int refused =
+          FitRule.refusals(
+              c, node, d, data[base + NodeState.FLAGS], data[base + NodeState.TYPE], data[base + NodeState.SPLIT],
+              data[base + NodeState.SHARERS], totalMem, data[base + NodeState.USED_MEM], demand.memoryOn(totalMem),
+              data[base + NodeState.TOTAL_CORES], data[base + NodeState.USED_CORES], cores);
+      if (refused == 0 && ++found == need) {
         return true;
       }
     }
@@ -453,12 +424,23 @@ public final class Engine {
   // Reserve and release
 
   /**
-   * Counts a grant, if it still fits: every card's memory, compute and sharing slots, and the
-   * namespace's quota, are re-checked atomically against the current state. Linearizable per node and
-   * per namespace; there is no global lock.
+   * Counts a placement the filter made, if it still fits: each card is checked against its node's
+   * current snapshot with the rule the filter applied (the pod's device constraints and device policy
+   * included), and the namespace's quota is checked too, atomically. It refuses exactly what a fresh
+   * filter of the pod would refuse on those cards. Linearizable per node and per namespace; there is
+   * no global lock.
+   */
+  public ReserveResult reserve(Placement placement) {
+    return apply(placement.grant(), true, placement.request);
+  }
+
+  /**
+   * Counts a grant, if it fits: as {@link #reserve(Placement)}, for a grant that names no request, so
+   * checked against every card rule but no pod constraint (type and UUID lists, NUMA binding, the
+   * {@code mutex} policy).
    */
   public ReserveResult reserve(PodGrant grant) {
-    return apply(grant, true);
+    return apply(grant, true, null);
   }
 
   /**
@@ -466,10 +448,10 @@ public final class Engine {
    * A grant on a node the engine does not know yet is held and counted once the node registers.
    */
   public ReserveResult restore(PodGrant grant) {
-    return apply(grant, false);
+    return apply(grant, false, null);
   }
 
-  private ReserveResult apply(PodGrant grant, boolean enforce) {
+  private ReserveResult apply(PodGrant grant, boolean enforce, @Nullable CompiledRequest request) {
     ReserveResult[] result = new ReserveResult[1];
     pods.compute(
         grant.pod(),
@@ -479,83 +461,77 @@ public final class Engine {
             return held;
           }
           PodUsage usage = PodUsage.of(grant);
-          result[0] = charge(grant, usage, enforce);
-          return result[0].reserved() ? new Held(grant, usage) : null;
+          result[0] = charge(usage, enforce, request == null ? CardConstraints.NONE : request.constraints);
+          return result[0].reserved() ? usage : null;
         });
+    if (result[0].reserved()) {
+      workload.counted(grant, request);
+    }
     return result[0];
   }
 
-  private ReserveResult charge(PodGrant grant, PodUsage usage, boolean enforce) {
-    AtomicReference<NodeState> ref = nodes.get(grant.node());
-    if (ref == null) {
-      if (enforce) {
-        return new ReserveResult(ReserveResult.Status.UNKNOWN, "node " + grant.node() + " is not registered");
-      }
-      quotas.tryAdd(grant.pod().namespace(), usage.totalMemory, usage.totalCores, false);
-      return ReserveResult.RESERVED;
+  private ReserveResult charge(PodUsage usage, boolean enforce, CardConstraints constraints) {
+    String namespace = usage.grant.pod().namespace();
+    if (enforce && registered(usage.grant.node()) == null) {
+      return new ReserveResult(ReserveResult.Status.UNKNOWN, "node " + usage.grant.node() + " is not registered");
     }
-    String namespace = grant.pod().namespace();
     if (!quotas.tryAdd(namespace, usage.totalMemory, usage.totalCores, enforce)) {
       return new ReserveResult(
           ReserveResult.Status.CONFLICT,
-          "namespace " + namespace + " quota exceeded by " + usage.totalMemory + " MiB / " + usage.totalCores + " cores of " + grant.pod());
+          "namespace " + namespace + " quota exceeded by " + usage.totalMemory + " MiB / " + usage.totalCores + " cores of " + usage.grant.pod());
     }
-    int n = usage.uuids.length;
-    int[] positions = new int[n];
+    ReserveResult result = enforce ? chargeIfFits(usage, constraints) : chargeAnyway(usage);
+    if (!result.reserved()) {
+      quotas.subtract(namespace, usage.totalMemory, usage.totalCores);
+    }
+    return result;
+  }
+
+  /** Adds the grant to its node's snapshot if it fits that very snapshot; else says why not. */
+  private ReserveResult chargeIfFits(PodUsage usage, CardConstraints constraints) {
+    String node = usage.grant.node();
+    AtomicReference<NodeState> ref = nodes.get(node);
+    PodFitter fitter = fitters.get();
     while (true) {
-      NodeState state = ref.get();
-      int known = 0;
-      for (int i = 0; i < n; i++) {
-        int position = state.positionOf(usage.uuids[i]);
-        if (position < 0) {
-          if (enforce) {
-            quotas.subtract(namespace, usage.totalMemory, usage.totalCores);
-            return new ReserveResult(ReserveResult.Status.UNKNOWN, "device " + usage.uuids[i] + " is not registered on node " + grant.node());
-          }
-          continue;
-        }
-        positions[known] = position;
-        known++;
+      NodeState state = ref == null ? NodeState.RETIRED : ref.get();
+      if (state == NodeState.RETIRED && ref != null) {
+        // The entry is leaving the map; the node may have registered again under a new one.
+        nodes.remove(node, ref);
+        ref = nodes.get(node);
+        continue;
       }
-      int[] mem = new int[known];
-      int[] cores = new int[known];
-      int[] slots = new int[known];
-      int k = 0;
-      for (int i = 0; i < n; i++) {
-        if (state.positionOf(usage.uuids[i]) >= 0) {
-          mem[k] = usage.memory[i];
-          cores[k] = usage.cores[i];
-          slots[k] = usage.slots[i];
-          k++;
+      if (!state.registered) {
+        return new ReserveResult(ReserveResult.Status.UNKNOWN, "node " + node + " is not registered");
+      }
+      for (String uuid : usage.uuids) {
+        if (state.positionOf(uuid) < 0) {
+          return new ReserveResult(ReserveResult.Status.UNKNOWN, "device " + uuid + " is not registered on node " + node);
         }
       }
-      if (enforce) {
-        String overflow = overflow(state, positions, mem, cores, slots, known);
-        if (overflow != null) {
-          quotas.subtract(namespace, usage.totalMemory, usage.totalCores);
-          return new ReserveResult(ReserveResult.Status.CONFLICT, overflow);
-        }
+      String refusal = fitter.refusal(state, constraints, usage.grant);
+      if (refusal != null) {
+        return new ReserveResult(ReserveResult.Status.CONFLICT, refusal);
       }
-      if (ref.compareAndSet(state, state.withUsage(positions, mem, cores, slots, known, 1))) {
+      if (ref.compareAndSet(state, state.plus(usage))) {
         return ReserveResult.RESERVED;
       }
     }
   }
 
-  private static @Nullable String overflow(NodeState state, int[] positions, int[] mem, int[] cores, int[] slots, int count) {
-    for (int i = 0; i < count; i++) {
-      int d = positions[i];
-      if (state.usedMemoryMiB(d) + mem[i] > state.totalMemoryMiB(d)) {
-        return "device " + state.uuids[d] + " has " + (state.totalMemoryMiB(d) - state.usedMemoryMiB(d)) + " MiB free, " + mem[i] + " needed";
+  /** Adds the grant to its node's snapshot, registered or not. */
+  private ReserveResult chargeAnyway(PodUsage usage) {
+    String node = usage.grant.node();
+    while (true) {
+      AtomicReference<NodeState> ref = entry(node);
+      NodeState state = ref.get();
+      if (state == NodeState.RETIRED) {
+        nodes.remove(node, ref);
+        continue;
       }
-      if (state.usedCores(d) + cores[i] > state.totalCores(d)) {
-        return "device " + state.uuids[d] + " has " + (state.totalCores(d) - state.usedCores(d)) + " cores free, " + cores[i] + " needed";
-      }
-      if (state.sharers(d) + slots[i] > state.splitCount(d)) {
-        return "device " + state.uuids[d] + " has " + (state.splitCount(d) - state.sharers(d)) + " sharing slots free, " + slots[i] + " needed";
+      if (ref.compareAndSet(state, state.plus(usage))) {
+        return ReserveResult.RESERVED;
       }
     }
-    return null;
   }
 
   /** Returns a pod's grant to the ledger. Returns whether the pod held one. */
@@ -571,32 +547,19 @@ public final class Engine {
     return released[0];
   }
 
-  private void uncharge(Held held) {
-    PodUsage usage = held.usage;
-    quotas.subtract(held.grant.pod().namespace(), usage.totalMemory, usage.totalCores);
-    AtomicReference<NodeState> ref = nodes.get(held.grant.node());
+  private void uncharge(PodUsage usage) {
+    quotas.subtract(usage.grant.pod().namespace(), usage.totalMemory, usage.totalCores);
+    String node = usage.grant.node();
+    // A node that holds a grant is never retired, so the grant's entry is still in the map.
+    AtomicReference<NodeState> ref = nodes.get(node);
     if (ref == null) {
-      return;
+      throw new IllegalStateException(usage.grant.pod() + " holds a grant on " + node + ", which has no ledger entry");
     }
-    int n = usage.uuids.length;
     while (true) {
       NodeState state = ref.get();
-      int[] positions = new int[n];
-      int[] mem = new int[n];
-      int[] cores = new int[n];
-      int[] slots = new int[n];
-      int known = 0;
-      for (int i = 0; i < n; i++) {
-        int position = state.positionOf(usage.uuids[i]);
-        if (position >= 0) {
-          positions[known] = position;
-          mem[known] = usage.memory[i];
-          cores[known] = usage.cores[i];
-          slots[known] = usage.slots[i];
-          known++;
-        }
-      }
-      if (ref.compareAndSet(state, state.withUsage(positions, mem, cores, slots, known, -1))) {
+      NodeState next = state.minus(usage);
+      if (ref.compareAndSet(state, next)) {
+        retireIfIdle(node, ref, next);
         return;
       }
     }
@@ -604,7 +567,7 @@ public final class Engine {
 
   /** The grant a pod holds, if any. */
   public Optional<PodGrant> grant(PodRef pod) {
-    Held held = pods.get(pod);
+    PodUsage held = pods.get(pod);
     return held == null ? Optional.empty() : Optional.of(held.grant);
   }
 
@@ -618,14 +581,8 @@ public final class Engine {
 
   /** Pods holding a grant on the device with this UUID on this node, ordered by pod. */
   public List<PodRef> holders(String node, String uuid) {
-    List<PodRef> out = new ArrayList<>();
-    for (Held held : pods.values()) {
-      if (held.grant.node().equals(node) && held.usage.of(uuid) != null) {
-        out.add(held.grant.pod());
-      }
-    }
-    out.sort(null);
-    return out;
+    AtomicReference<NodeState> ref = nodes.get(node);
+    return ref == null ? List.of() : ref.get().holders(uuid);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -636,15 +593,18 @@ public final class Engine {
     List<NodeUsage> out = new ArrayList<>();
     NodeList list = nodeList;
     for (int i = 0; i < list.names.length; i++) {
-      out.add(usageOf(list.refs[i].get()));
+      NodeState state = list.refs[i].get();
+      if (state.registered) {
+        out.add(usageOf(state));
+      }
     }
     return out;
   }
 
   /** One node's devices and usage. */
   public Optional<NodeUsage> usage(String node) {
-    AtomicReference<NodeState> ref = nodes.get(node);
-    return ref == null ? Optional.empty() : Optional.of(usageOf(ref.get()));
+    NodeState state = registered(node);
+    return state == null ? Optional.empty() : Optional.of(usageOf(state));
   }
 
   private static NodeUsage usageOf(NodeState s) {
@@ -671,8 +631,7 @@ public final class Engine {
     List<String> names = candidates == null ? nodeNames() : candidates;
     List<NodeState> states = new ArrayList<>(names.size());
     for (String name : names) {
-      AtomicReference<NodeState> ref = nodes.get(name);
-      states.add(ref == null ? null : ref.get());
+      states.add(registered(name));
     }
     return new Explainer(this, quotas.check(request.request.pod().namespace()), fitters.get())
         .explain(request, names, states);

@@ -13,7 +13,6 @@ import io.vgpu.core.Explanation.Shortfall;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.stream.Collectors;
 import org.jspecify.annotations.Nullable;
@@ -81,10 +80,9 @@ final class Explainer {
     int n = node.deviceCount;
     List<CardExplanation> cards = new ArrayList<>(n);
     double[] costs = new double[n];
-    long[] quotaShort = new long[2];
     for (int d = 0; d < n; d++) {
-      CardVerdict verdict = judge(request, node, d, demand, quotaShort);
-      cards.add(new CardExplanation(node.uuids[d], verdict.reasons, verdict.shortBy, engine.holders(node.name, node.uuids[d])));
+      CardVerdict verdict = judge(request, node, d, demand);
+      cards.add(new CardExplanation(node.uuids[d], verdict.reasons, verdict.shortBy, node.holders(node.uuids[d])));
       costs[d] = verdict.cost;
     }
     NodeExplanation explanation = new NodeExplanation(node.name, false, List.of(), rejection, cards);
@@ -110,28 +108,10 @@ final class Explainer {
 
   private record CardVerdict(List<FitReason> reasons, Shortfall shortBy, double cost) {}
 
-  /** Every check of HAMi's walk applied to one card, with what the card lacks. */
-  private CardVerdict judge(CompiledRequest req, NodeState node, int d, @Nullable CardDemand demand, long[] quotaShortOut) {
+  /** Every check of the fit rule applied to one card, not only the first that fails, with what the card lacks. */
+  private CardVerdict judge(CompiledRequest req, NodeState node, int d, @Nullable CardDemand demand) {
     if (demand == null) {
       return new CardVerdict(List.of(), Shortfall.NONE, Double.POSITIVE_INFINITY);
-    }
-    List<FitReason> reasons = new ArrayList<>();
-    boolean hard = false;
-    if (!node.healthy(d)) {
-      reasons.add(FitReason.CARD_NOT_HEALTH);
-      hard = true;
-    }
-    if (node.cordoned(d)) {
-      reasons.add(FitReason.CARD_CORDONED);
-      hard = true;
-    }
-    if (!req.typeAllowed(node.typeId(d))) {
-      reasons.add(FitReason.CARD_TYPE_MISMATCH);
-      hard = true;
-    }
-    if (!req.uuidAllowed(node.uuids[d])) {
-      reasons.add(FitReason.CARD_UUID_MISMATCH);
-      hard = true;
     }
     int split = node.splitCount(d);
     int sharers = fitter.workingSharers(d);
@@ -141,38 +121,26 @@ final class Explainer {
     int totalCores = node.totalCores(d);
     int mem = demand.memoryOn(totalMem);
     int cores = demand.cores();
+    int refused =
+        FitRule.refusals(req.constraints, node, d, node.flags(d), node.typeId(d), split, sharers, totalMem, usedMem, mem, totalCores, usedCores, cores);
+    double quotaCost = 0;
+    long[] over = quota == null ? null : quotaOver(d, mem, cores);
+    if (over != null && (over[0] > 0 || over[1] > 0)) {
+      refused |= FitRule.QUOTA;
+      quotaCost = ratio(over[0], totalMem) + ratio(over[1], totalCores);
+    }
+    List<FitReason> reasons = FitRule.reasons(refused);
+    boolean hard = (refused & FitRule.PERMANENT) != 0;
     int shortSharers = 0;
-    if (split <= sharers) {
-      reasons.add(FitReason.CARD_TIME_SLICING_EXHAUSTED);
+    if ((refused & FitRule.NO_SLOT) != 0) {
       shortSharers = sharers - split + 1;
     }
-    if (req.mutex && sharers > 0) {
-      reasons.add(FitReason.EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT);
+    if ((refused & (FitRule.MUTEX | FitRule.EXCLUSIVE)) != 0) {
       shortSharers = Math.max(shortSharers, sharers);
-    }
-    double quotaCost = 0;
-    if (quota != null && !quota.fits(fitter.failedPodMemory + mem, fitter.failedPodCores + cores)) {
-      reasons.add(FitReason.RESOURCE_QUOTA_NOT_FIT);
-      long memOver = quota.memoryLimit() < 0 ? 0 : quota.usedMemory() + fitter.failedPodMemory + mem - quota.memoryLimit();
-      long coreOver = quota.coreLimit() < 0 ? 0 : quota.usedCores() + fitter.failedPodCores + cores - quota.coreLimit();
-      quotaShortOut[0] = Math.max(0, memOver);
-      quotaShortOut[1] = Math.max(0, coreOver);
-      quotaCost = ratio(quotaShortOut[0], totalMem) + ratio(quotaShortOut[1], totalCores);
     }
     int shortMem = Math.max(0, mem - (totalMem - usedMem));
-    if (shortMem > 0) {
-      reasons.add(FitReason.CARD_INSUFFICIENT_MEMORY);
-    }
     int shortCores = Math.max(0, cores - (totalCores - usedCores));
-    if (shortCores > 0) {
-      reasons.add(FitReason.CARD_INSUFFICIENT_CORE);
-    }
-    if (!req.mutex && totalCores == 100 && cores == 100 && sharers > 0) {
-      reasons.add(FitReason.EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT);
-      shortSharers = Math.max(shortSharers, sharers);
-    }
-    if (totalCores != 0 && usedCores == totalCores && cores == 0) {
-      reasons.add(FitReason.CARD_COMPUTE_UNITS_EXHAUSTED);
+    if ((refused & FitRule.NO_COMPUTE) != 0) {
       shortCores = Math.max(shortCores, 1);
     }
     Shortfall shortBy = new Shortfall(shortMem, shortCores, shortSharers);
@@ -210,7 +178,7 @@ final class Explainer {
         parts.add("free " + String.join(" and ", amounts) + " on " + c.uuid() + held);
       }
       if (c.reasons().contains(FitReason.RESOURCE_QUOTA_NOT_FIT) && quota != null) {
-        String q = quotaChange(demand, node.totalMemoryMiB(card));
+        String q = quotaChange(demand, card, node.totalMemoryMiB(card));
         if (!q.isEmpty() && !parts.contains(q)) {
           parts.add(q);
         }
@@ -219,25 +187,30 @@ final class Explainer {
     return parts.isEmpty() ? "no change to device capacity found; check NUMA binding and the pod's other containers" : String.join("; ", parts);
   }
 
-  private String quotaChange(CardDemand demand, int totalMem) {
+  /**
+   * By how much (MiB, cores) the namespace's quota would be exceeded if the container that did not fit
+   * took its share of card {@code card}: each 0 or more.
+   */
+  private long[] quotaOver(int card, int mem, int cores) {
     QuotaLedger.QuotaCheck q = quota;
+    long[] pod = fitter.failedPodTotalWith(card, mem, cores);
+    long memOver = q.memoryLimit() < 0 ? 0 : q.usedMemory() + pod[0] - q.memoryLimit();
+    long coreOver = q.coreLimit() < 0 ? 0 : q.usedCores() + pod[1] - q.coreLimit();
+    return new long[] {Math.max(0, memOver), Math.max(0, coreOver)};
+  }
+
+  private String quotaChange(CardDemand demand, int card, int totalMem) {
+    long[] over = quotaOver(card, demand.memoryOn(totalMem), demand.cores());
     List<String> amounts = new ArrayList<>();
-    int mem = demand.memoryOn(totalMem);
-    if (q.memoryLimit() >= 0) {
-      long over = q.usedMemory() + fitter.failedPodMemory + mem - q.memoryLimit();
-      if (over > 0) {
-        amounts.add(over + " MiB");
-      }
+    if (over[0] > 0) {
+      amounts.add(over[0] + " MiB");
     }
-    if (q.coreLimit() >= 0) {
-      long over = q.usedCores() + fitter.failedPodCores + demand.cores() - q.coreLimit();
-      if (over > 0) {
-        amounts.add(over + " cores");
-      }
+    if (over[1] > 0) {
+      amounts.add(over[1] + " cores");
     }
     if (amounts.isEmpty()) {
       return "";
     }
-    return "free " + String.join(" and ", amounts) + " of namespace " + q.namespace() + "'s quota (or raise it)";
+    return "free " + String.join(" and ", amounts) + " of namespace " + quota.namespace() + "'s quota (or raise it)";
   }
 }

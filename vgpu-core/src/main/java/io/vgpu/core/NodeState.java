@@ -1,15 +1,22 @@
 package io.vgpu.core;
 
+import io.vgpu.api.PodRef;
 import io.vgpu.api.SchedulableDevice;
 import io.vgpu.api.spi.NodeView;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 
 /**
- * One immutable snapshot of a node: its devices' capacity and usage. Every reserve or release creates
- * a new snapshot, so readers never lock and never see a half-applied change.
+ * One immutable snapshot of a node: its devices' capacity and usage, and the grants that usage is the
+ * sum of. Every reserve, restore, release or registration creates a new snapshot and swaps it in with
+ * compare-and-set, so readers never lock and never see a half-applied change, and a grant is counted
+ * in a node's usage exactly when it is in that snapshot's {@link #held} list: the two cannot drift
+ * apart, whatever order threads run in.
+ *
+ * <p>A node that is not registered (never yet, or removed) still has a snapshot while grants on it are
+ * held: no devices, only the grants, which count once it registers.
  *
  * <p>Per-device fields live in one {@code int[]} with a fixed stride, so the fit scan reads one
  * contiguous block per node.
@@ -31,47 +38,69 @@ final class NodeState implements NodeView {
   static final int FLAG_CORDONED = 2;
   static final int FLAG_SCHEDULABLE = 4;
 
+  private static final String[] NO_STRINGS = new String[0];
+  private static final int[] NO_DATA = new int[0];
+  private static final PodUsage[] NO_GRANTS = new PodUsage[0];
+
+  /**
+   * Marks a node's ledger entry as discarded (not registered, no grant held): whoever finds it takes
+   * a fresh entry instead, so nothing is ever added to an entry that has left the engine's map.
+   */
+  static final NodeState RETIRED = new NodeState("", false, NO_STRINGS, NO_STRINGS, NO_STRINGS, NO_DATA, NO_GRANTS);
+
   final String name;
+  /** Whether the node is registered; an unregistered snapshot has no devices and only holds grants. */
+  final boolean registered;
   final int deviceCount;
   final String[] uuids;
   final String[] types;
   final String[] modes;
   /** Per-device fields, {@code STRIDE} ints per device. */
   final int[] data;
+  /** The grants on this node, each counted once in {@link #data}'s usage (on the devices it knows). */
+  final PodUsage[] held;
   /** HAMi's node usage score, from usage before any new placement. */
   final float usageScore;
   /**
    * The roomiest card that can take a container, copied out of {@link #data}: the schedulable card
    * with a free sharing slot whose scarcer of free memory and free compute is the largest share of
-   * its capacity (-1 fields when there is none). The filter's scan tries it first, so for most nodes
-   * it decides without reading the device array, which sits elsewhere in memory.
+   * its capacity ({@code roomiest} is -1 when there is none). The filter's scan tries it first, so for
+   * most nodes it decides without reading the device array, which sits elsewhere in memory.
    */
-  final int roomiestFreeMem;
-  final int roomiestTotalMem;
-  final int roomiestFreeCores;
-  final int roomiestTotalCores;
-  final int roomiestSharers;
+  final int roomiest;
+  final int roomiestFlags;
   final int roomiestType;
+  final int roomiestSplit;
+  final int roomiestSharers;
+  final int roomiestTotalMem;
+  final int roomiestUsedMem;
+  final int roomiestTotalCores;
+  final int roomiestUsedCores;
 
-  private NodeState(String name, String[] uuids, String[] types, String[] modes, int[] data) {
+  private NodeState(String name, boolean registered, String[] uuids, String[] types, String[] modes, int[] data, PodUsage[] held) {
     this.name = name;
+    this.registered = registered;
     this.deviceCount = uuids.length;
     this.uuids = uuids;
     this.types = types;
     this.modes = modes;
     this.data = data;
+    this.held = held;
     this.usageScore = HamiPolicy.usageScore(this); // reads only data and deviceCount, both set above
-    int roomiest = roomiestCard(data, uuids.length);
-    int base = roomiest * STRIDE;
-    this.roomiestFreeMem = roomiest < 0 ? -1 : data[base + TOTAL_MEM] - data[base + USED_MEM];
-    this.roomiestTotalMem = roomiest < 0 ? -1 : data[base + TOTAL_MEM];
-    this.roomiestFreeCores = roomiest < 0 ? -1 : data[base + TOTAL_CORES] - data[base + USED_CORES];
-    this.roomiestTotalCores = roomiest < 0 ? -1 : data[base + TOTAL_CORES];
-    this.roomiestSharers = roomiest < 0 ? -1 : data[base + SHARERS];
-    this.roomiestType = roomiest < 0 ? -1 : data[base + TYPE];
+    int r = roomiestCard(data, uuids.length);
+    int base = Math.max(r, 0) * STRIDE;
+    this.roomiest = r;
+    this.roomiestFlags = r < 0 ? 0 : data[base + FLAGS];
+    this.roomiestType = r < 0 ? 0 : data[base + TYPE];
+    this.roomiestSplit = r < 0 ? 0 : data[base + SPLIT];
+    this.roomiestSharers = r < 0 ? 0 : data[base + SHARERS];
+    this.roomiestTotalMem = r < 0 ? 0 : data[base + TOTAL_MEM];
+    this.roomiestUsedMem = r < 0 ? 0 : data[base + USED_MEM];
+    this.roomiestTotalCores = r < 0 ? 0 : data[base + TOTAL_CORES];
+    this.roomiestUsedCores = r < 0 ? 0 : data[base + USED_CORES];
   }
 
-  /** The position of the roomiest card that can take a container (see {@link #roomiestFreeMem}), or -1. */
+  /** The position of the roomiest card that can take a container (see {@link #roomiest}), or -1. */
   private static int roomiestCard(int[] data, int n) {
     int best = -1;
     double bestShare = -1;
@@ -93,13 +122,18 @@ final class NodeState implements NodeView {
     return best;
   }
 
-  /** A node with the given devices and no usage. */
+  /** A node with the given devices and no grant. */
   static NodeState of(NodeDevices node) {
-    return of(node, Map.of());
+    return ofDevices(node, NO_GRANTS);
   }
 
-  /** A node with the given devices, each using what {@code usageByUuid} says (memory, cores, slots). */
-  static NodeState of(NodeDevices node, Map<String, int[]> usageByUuid) {
+  /** A node that is not registered and holds no grant: where a ledger entry starts. */
+  static NodeState unregistered(String name) {
+    return new NodeState(name, false, NO_STRINGS, NO_STRINGS, NO_STRINGS, NO_DATA, NO_GRANTS);
+  }
+
+  /** The node registered with these devices, its usage the sum of {@code held} on the devices named. */
+  private static NodeState ofDevices(NodeDevices node, PodUsage[] held) {
     List<SchedulableDevice> devices = node.devices();
     int n = devices.size();
     String[] uuids = new String[n];
@@ -124,51 +158,91 @@ final class NodeState implements NodeView {
       data[base + NUMA] = dev.numa();
       data[base + INDEX] = dev.index();
       data[base + TYPE] = DeviceTypes.idOf(dev.type(), dev.mode());
-      int[] usage = usageByUuid.get(dev.uuid());
-      if (usage != null) {
-        data[base + USED_MEM] = usage[0];
-        data[base + USED_CORES] = usage[1];
-        data[base + SHARERS] = usage[2];
-      }
     }
-    return new NodeState(node.name(), uuids, types, modes, data);
+    for (PodUsage grant : held) {
+      addUsage(data, uuids, grant, 1);
+    }
+    return new NodeState(node.name(), true, uuids, types, modes, data, held);
   }
 
   /**
-   * This node's devices re-registered with new capacity. Devices that stay keep their usage; a device
-   * new to the node takes its usage from {@code usageOfNewDevices} (by UUID).
+   * This node (re-)registered with the given devices: capacity, health and cordons from {@code node},
+   * usage the sum of the grants it holds, so a device new to the node gets its grants' usage back.
    */
-  NodeState reregistered(NodeDevices node, Map<String, int[]> usageOfNewDevices) {
-    NodeState fresh = of(node, usageOfNewDevices);
-    int[] data = fresh.data;
-    for (int d = 0; d < fresh.deviceCount; d++) {
-      int old = positionOf(fresh.uuids[d]);
-      if (old >= 0) {
-        int base = d * STRIDE;
-        int oldBase = old * STRIDE;
-        data[base + USED_MEM] = this.data[oldBase + USED_MEM];
-        data[base + USED_CORES] = this.data[oldBase + USED_CORES];
-        data[base + SHARERS] = this.data[oldBase + SHARERS];
-      }
-    }
-    return new NodeState(fresh.name, fresh.uuids, fresh.types, fresh.modes, data);
+  NodeState registeredAs(NodeDevices node) {
+    return ofDevices(node, held);
   }
 
-  /** A copy with usage changed by {@code sign} times the given per-position deltas. */
-  NodeState withUsage(int[] positions, int[] memory, int[] cores, int[] slots, int count, int sign) {
+  /** This node removed: no devices, its grants still held, to count again if it comes back. */
+  NodeState withdrawn() {
+    return new NodeState(name, false, NO_STRINGS, NO_STRINGS, NO_STRINGS, NO_DATA, held);
+  }
+
+  /** A copy that holds one more grant and counts its usage on the devices this node has. */
+  NodeState plus(PodUsage grant) {
     int[] copy = Arrays.copyOf(data, data.length);
-    for (int i = 0; i < count; i++) {
-      int base = positions[i] * STRIDE;
-      copy[base + USED_MEM] += sign * memory[i];
-      copy[base + USED_CORES] += sign * cores[i];
-      copy[base + SHARERS] += sign * slots[i];
+    addUsage(copy, uuids, grant, 1);
+    PodUsage[] more = Arrays.copyOf(held, held.length + 1);
+    more[held.length] = grant;
+    return new NodeState(name, registered, uuids, types, modes, copy, more);
+  }
+
+  /** A copy without this grant (the very object) and its usage; this snapshot if it does not hold it. */
+  NodeState minus(PodUsage grant) {
+    int at = -1;
+    for (int i = 0; i < held.length; i++) {
+      if (held[i] == grant) {
+        at = i;
+        break;
+      }
     }
-    return new NodeState(name, uuids, types, modes, copy);
+    if (at < 0) {
+      return this;
+    }
+    int[] copy = Arrays.copyOf(data, data.length);
+    addUsage(copy, uuids, grant, -1);
+    PodUsage[] fewer = new PodUsage[held.length - 1];
+    System.arraycopy(held, 0, fewer, 0, at);
+    System.arraycopy(held, at + 1, fewer, at, held.length - at - 1);
+    return new NodeState(name, registered, uuids, types, modes, copy, fewer);
+  }
+
+  private static void addUsage(int[] data, String[] uuids, PodUsage grant, int sign) {
+    for (int i = 0; i < grant.uuids.length; i++) {
+      int d = positionOf(uuids, grant.uuids[i]);
+      if (d >= 0) {
+        int base = d * STRIDE;
+        data[base + USED_MEM] += sign * grant.memory[i];
+        data[base + USED_CORES] += sign * grant.cores[i];
+        data[base + SHARERS] += sign * grant.slots[i];
+      }
+    }
+  }
+
+  /** Whether the node is unregistered and holds nothing, so its ledger entry may be discarded. */
+  boolean idle() {
+    return !registered && held.length == 0;
+  }
+
+  /** Pods holding a grant on the device with this UUID, ordered by pod. */
+  List<PodRef> holders(String uuid) {
+    List<PodRef> out = new ArrayList<>();
+    for (PodUsage grant : held) {
+      if (grant.of(uuid) != null) {
+        out.add(grant.grant.pod());
+      }
+    }
+    out.sort(null);
+    return out;
   }
 
   /** The position of the device with this UUID, or -1. */
   int positionOf(String uuid) {
-    for (int d = 0; d < deviceCount; d++) {
+    return positionOf(uuids, uuid);
+  }
+
+  private static int positionOf(String[] uuids, String uuid) {
+    for (int d = 0; d < uuids.length; d++) {
       if (uuids[d].equals(uuid)) {
         return d;
       }
@@ -209,6 +283,10 @@ final class NodeState implements NodeView {
   @Override
   public boolean schedulable(int d) {
     return (data[d * STRIDE + FLAGS] & FLAG_SCHEDULABLE) != 0;
+  }
+
+  int flags(int d) {
+    return data[d * STRIDE + FLAGS];
   }
 
   boolean healthy(int d) {

@@ -37,8 +37,8 @@ final class PodFitter implements PlacementView {
   // Quota bookkeeping: per card, the peak of earlier init containers and the sum of earlier app ones.
   private int[] initPeakMem = new int[16];
   private int[] initPeakCores = new int[16];
-  private long appMemSoFar;
-  private long appCoresSoFar;
+  private int[] appMem = new int[16];
+  private int[] appCores = new int[16];
 
   // Picks of every container that takes cards, in init-then-app order.
   private int containers;
@@ -54,10 +54,9 @@ final class PodFitter implements PlacementView {
   final int[] reasonCounts = new int[REASONS.length];
   boolean bareInsufficientDevice;
   int failedCards;
-  /** The demand of the container that did not fit, and its pod's usage before it (for quota). */
+  /** The demand of the container that did not fit, and whether it is an init container. */
   @Nullable CardDemand failedDemand;
-  long failedPodMemory;
-  long failedPodCores;
+  private boolean failedInit;
 
   private final WorkingView working = new WorkingView();
 
@@ -80,8 +79,8 @@ final class PodFitter implements PlacementView {
     pickStart[0] = 0;
     Arrays.fill(initPeakMem, 0, n, 0);
     Arrays.fill(initPeakCores, 0, n, 0);
-    appMemSoFar = 0;
-    appCoresSoFar = 0;
+    Arrays.fill(appMem, 0, n, 0);
+    Arrays.fill(appCores, 0, n, 0);
 
     for (int c = 0; c < req.initDemands.length; c++) {
       CardDemand demand = req.initDemands[c];
@@ -108,11 +107,80 @@ final class PodFitter implements PlacementView {
         return false;
       }
       for (int i = pickStart[containers - 1]; i < picks; i++) {
-        appMemSoFar += pickMem[i];
-        appCoresSoFar += pickCores[i];
+        appMem[pickPos[i]] += pickMem[i];
+        appCores[pickPos[i]] += pickCores[i];
       }
     }
     return true;
+  }
+
+  /**
+   * Why a grant does not fit the node as it is now, or {@code null} when it does: its containers are
+   * replayed as the fit walk places them (init containers each against the node as it is, app
+   * containers one after another) and every card is put to {@link FitRule} with the grant's amounts,
+   * so a reservation refuses exactly what a fresh filter would. Every device must be on the node.
+   */
+  @Nullable String refusal(NodeState node, CardConstraints constraints, PodGrant grant) {
+    this.node = node;
+    this.n = node.deviceCount;
+    ensureCapacity(n);
+    for (ContainerGrant init : grant.initContainers()) {
+      loadUsage();
+      String refused = replay(constraints, init);
+      if (refused != null) {
+        return refused;
+      }
+    }
+    loadUsage();
+    for (ContainerGrant app : grant.containers()) {
+      String refused = replay(constraints, app);
+      if (refused != null) {
+        return refused;
+      }
+    }
+    return null;
+  }
+
+  /** Checks one container's cards against the working usage, then adds them to it. */
+  private @Nullable String replay(CardConstraints constraints, ContainerGrant container) {
+    List<DeviceGrant> devices = container.devices();
+    int count = devices.size();
+    ensureContainerCapacity(1, count);
+    int[] data = node.data;
+    for (int i = 0; i < count; i++) {
+      DeviceGrant device = devices.get(i);
+      int d = node.positionOf(device.uuid());
+      for (int j = 0; j < i; j++) {
+        if (pickPos[j] == d) {
+          return "device " + device.uuid() + " is granted twice to container " + container.name();
+        }
+      }
+      int base = d * NodeState.STRIDE;
+      int refused =
+          FitRule.refusals(
+              constraints, node, d, data[base + NodeState.FLAGS], data[base + NodeState.TYPE], data[base + NodeState.SPLIT],
+              sharers[d], data[base + NodeState.TOTAL_MEM], usedMem[d], device.memoryMiB(), data[base + NodeState.TOTAL_CORES],
+              usedCores[d], device.cores());
+      if (refused != 0) {
+        return FitRule.describe(refused, node, d, usedMem[d], usedCores[d], sharers[d], device.memoryMiB(), device.cores());
+      }
+      if (constraints.numaBind && i > 0 && node.numa(d) != node.numa(pickPos[0])) {
+        return "devices " + node.uuids[pickPos[0]] + " and " + device.uuid() + " of container " + container.name()
+            + " are on different NUMA nodes, and the pod binds its cards to one";
+      }
+      pickPos[i] = d;
+    }
+    for (int i = 0; i < count; i++) {
+      take(pickPos[i], devices.get(i).memoryMiB(), devices.get(i).cores());
+    }
+    return null;
+  }
+
+  /** Adds one container's share of card {@code d} to the working usage. */
+  private void take(int d, int mem, int cores) {
+    usedMem[d] += mem;
+    usedCores[d] += cores;
+    sharers[d]++;
   }
 
   private void loadUsage() {
@@ -129,17 +197,7 @@ final class PodFitter implements PlacementView {
       CompiledRequest req, CardDemand demand, QuotaLedger.@Nullable QuotaCheck quota, int container, boolean init) {
     int need = demand.count();
     failedDemand = demand;
-    if (init) {
-      failedPodMemory = 0;
-      failedPodCores = 0;
-      for (int d = 0; d < n; d++) {
-        failedPodMemory += initPeakMem[d];
-        failedPodCores += initPeakCores[d];
-      }
-    } else {
-      failedPodMemory = appMemSoFar;
-      failedPodCores = appCoresSoFar;
-    }
+    failedInit = init;
     if (need > n) {
       bareInsufficientDevice = true;
       failedCards = n;
@@ -151,23 +209,23 @@ final class PodFitter implements PlacementView {
     int picked = 0;
     int prevNuma = -1;
     int[] data = node.data;
+    CardConstraints constraints = req.constraints;
     for (int i = 0; i < n; i++) {
       int d = order[i];
       int base = d * NodeState.STRIDE;
-      int flags = data[base + NodeState.FLAGS];
-      if ((flags & NodeState.FLAG_HEALTHY) == 0) {
-        count(FitReason.CARD_NOT_HEALTH);
+      int totalMem = data[base + NodeState.TOTAL_MEM];
+      int mem = demand.memoryOn(totalMem);
+      int cores = demand.cores();
+      int refused =
+          FitRule.refusals(
+              constraints, node, d, data[base + NodeState.FLAGS], data[base + NodeState.TYPE], data[base + NodeState.SPLIT],
+              sharers[d], totalMem, usedMem[d], mem, data[base + NodeState.TOTAL_CORES], usedCores[d], cores);
+      if ((refused & FitRule.BEFORE_NUMA) != 0) {
+        count(FitRule.reason(refused));
         continue;
       }
-      if ((flags & NodeState.FLAG_CORDONED) != 0) {
-        count(FitReason.CARD_CORDONED);
-        continue;
-      }
-      if (!req.typeAllowed(data[base + NodeState.TYPE])) {
-        count(FitReason.CARD_TYPE_MISMATCH);
-        continue;
-      }
-      if (req.numaBind && prevNuma != data[base + NodeState.NUMA]) {
+      // HAMi's NUMA binding: a card on another NUMA node abandons the picks so far and starts over there.
+      if (constraints.numaBind && prevNuma != data[base + NodeState.NUMA]) {
         if (picked > 0) {
           reasonCounts[FitReason.NUMA_NOT_FIT.ordinal()] += picked;
         }
@@ -175,41 +233,11 @@ final class PodFitter implements PlacementView {
         picks = start;
         prevNuma = data[base + NodeState.NUMA];
       }
-      if (!req.uuidAllowed(node.uuids[d])) {
-        count(FitReason.CARD_UUID_MISMATCH);
-        continue;
-      }
-      int split = data[base + NodeState.SPLIT];
-      if (split <= sharers[d]) {
-        count(FitReason.CARD_TIME_SLICING_EXHAUSTED);
-        continue;
-      }
-      if (req.mutex && sharers[d] > 0) {
-        count(FitReason.EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT);
-        continue;
-      }
-      int totalMem = data[base + NodeState.TOTAL_MEM];
-      int mem = demand.memoryOn(totalMem);
-      int cores = demand.cores();
       if (quota != null && !fitsQuota(quota, start, d, mem, cores, init)) {
-        count(FitReason.RESOURCE_QUOTA_NOT_FIT);
-        continue;
+        refused |= FitRule.QUOTA;
       }
-      if (totalMem - usedMem[d] < mem) {
-        count(FitReason.CARD_INSUFFICIENT_MEMORY);
-        continue;
-      }
-      int totalCores = data[base + NodeState.TOTAL_CORES];
-      if (totalCores - usedCores[d] < cores) {
-        count(FitReason.CARD_INSUFFICIENT_CORE);
-        continue;
-      }
-      if (totalCores == 100 && cores == 100 && sharers[d] > 0) {
-        count(FitReason.EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT);
-        continue;
-      }
-      if (totalCores != 0 && usedCores[d] == totalCores && cores == 0) {
-        count(FitReason.CARD_COMPUTE_UNITS_EXHAUSTED);
+      if (refused != 0) {
+        count(FitRule.reason(refused));
         continue;
       }
       pickPos[picks] = d;
@@ -219,10 +247,7 @@ final class PodFitter implements PlacementView {
       picked++;
       if (picked == need) {
         for (int p = start; p < picks; p++) {
-          int pd = pickPos[p];
-          usedMem[pd] += pickMem[p];
-          usedCores[pd] += pickCores[p];
-          sharers[pd]++;
+          take(pickPos[p], pickMem[p], pickCores[p]);
         }
         containerOf[containers] = container;
         containerIsInit[containers] = init;
@@ -242,35 +267,42 @@ final class PodFitter implements PlacementView {
 
   /**
    * HAMi's quota test for one more card: the namespace's usage plus the pod's hypothetical total so far
-   * (init containers counted at their per-card peak, app containers summed) must stay within limits.
+   * must stay within limits.
    */
   private boolean fitsQuota(QuotaLedger.QuotaCheck quota, int start, int card, int mem, int cores, boolean init) {
-    long podMem;
-    long podCores;
-    if (init) {
-      podMem = 0;
-      podCores = 0;
-      for (int d = 0; d < n; d++) {
-        int curMem = d == card ? mem : 0;
-        int curCores = d == card ? cores : 0;
-        for (int p = start; p < picks; p++) {
-          if (pickPos[p] == d) {
-            curMem += pickMem[p];
-            curCores += pickCores[p];
-          }
-        }
-        podMem += Math.max(initPeakMem[d], curMem);
-        podCores += Math.max(initPeakCores[d], curCores);
-      }
-    } else {
-      podMem = appMemSoFar + mem;
-      podCores = appCoresSoFar + cores;
+    long[] total = podTotal(start, card, mem, cores, init);
+    return quota.fits(total[0], total[1]);
+  }
+
+  /**
+   * The pod's memory and compute if the container being fitted (its picks from {@code start}) also
+   * took {@code mem} and {@code cores} on {@code card}, collapsed as the ledger will charge it
+   * ({@link PodUsage}): per card, the larger of the init containers' peak and the app containers' sum.
+   */
+  private long[] podTotal(int start, int card, int mem, int cores, boolean init) {
+    long podMem = 0;
+    long podCores = 0;
+    for (int d = 0; d < n; d++) {
+      int curMem = d == card ? mem : 0;
+      int curCores = d == card ? cores : 0;
       for (int p = start; p < picks; p++) {
-        podMem += pickMem[p];
-        podCores += pickCores[p];
+        if (pickPos[p] == d) {
+          curMem += pickMem[p];
+          curCores += pickCores[p];
+        }
       }
+      podMem += Math.max(initPeakMem[d], init ? curMem : appMem[d] + curMem);
+      podCores += Math.max(initPeakCores[d], init ? curCores : appCores[d] + curCores);
     }
-    return quota.fits(podMem, podCores);
+    return new long[] {podMem, podCores};
+  }
+
+  /**
+   * After a failed fit: the pod's memory and compute if the container that did not fit took {@code
+   * mem} and {@code cores} on {@code card} alone, as the quota test counts them.
+   */
+  long[] failedPodTotalWith(int card, int mem, int cores) {
+    return podTotal(picks, card, mem, cores, failedInit);
   }
 
   private void count(FitReason reason) {
@@ -286,6 +318,8 @@ final class PodFitter implements PlacementView {
       order = new int[size];
       initPeakMem = new int[size];
       initPeakCores = new int[size];
+      appMem = new int[size];
+      appCores = new int[size];
     }
   }
 

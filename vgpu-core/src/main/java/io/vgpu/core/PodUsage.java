@@ -12,9 +12,11 @@ import java.util.Map;
  * What a pod's grant costs each card once its containers' usage is collapsed the way HAMi collapses it:
  * init containers run one at a time, so they count at their per-card peak with one sharing slot; app
  * containers run together, so their usage adds up and each takes a slot; a card is charged the larger
- * of the two.
+ * of the two. The engine holds one per pod that holds a grant, and a node's snapshot counts it by
+ * identity, so one grant is never counted twice.
  */
 final class PodUsage {
+  final PodGrant grant;
   final String[] uuids;
   final int[] memory;
   final int[] cores;
@@ -22,7 +24,8 @@ final class PodUsage {
   final long totalMemory;
   final long totalCores;
 
-  private PodUsage(String[] uuids, int[] memory, int[] cores, int[] slots) {
+  private PodUsage(PodGrant grant, String[] uuids, int[] memory, int[] cores, int[] slots) {
+    this.grant = grant;
     this.uuids = uuids;
     this.memory = memory;
     this.cores = cores;
@@ -73,7 +76,7 @@ final class PodUsage {
       cores[i] = Math.max(a[1], b[1]);
       slots[i] = Math.max(Math.max(a[2], b[2]), 1);
     }
-    return new PodUsage(uuids.toArray(new String[0]), memory, cores, slots);
+    return new PodUsage(grant, uuids.toArray(new String[0]), memory, cores, slots);
   }
 
   /** The usage of one card, or {@code null} when the pod does not use it. */

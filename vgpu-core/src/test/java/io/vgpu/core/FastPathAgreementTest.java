@@ -11,11 +11,7 @@ import io.vgpu.api.PodRequest;
 import io.vgpu.api.PolicyOverrides;
 import io.vgpu.api.SchedulableDevice;
 import io.vgpu.api.ScoringWeights;
-import io.vgpu.api.spi.CardDemand;
-import io.vgpu.api.spi.NodeView;
-import io.vgpu.api.spi.PlacementPolicy;
 import io.vgpu.api.spi.PlacementPolicyProvider;
-import io.vgpu.api.spi.PlacementView;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -28,35 +24,7 @@ import org.junit.jupiter.api.Test;
  */
 class FastPathAgreementTest {
   /** A policy the engine cannot take the fast path for: it claims to need every placement. */
-  private static final PlacementPolicyProvider FULL_WALK =
-      new PlacementPolicyProvider() {
-        @Override
-        public String name() {
-          return "full-walk";
-        }
-
-        @Override
-        public PlacementPolicy create() {
-          return new PlacementPolicy() {
-            @Override
-            public String name() {
-              return "full-walk";
-            }
-
-            @Override
-            public void rankCards(NodeView node, CardDemand demand, int[] order) {
-              for (int d = 0; d < node.deviceCount(); d++) {
-                order[d] = d;
-              }
-            }
-
-            @Override
-            public double scoreNode(NodeView node, PlacementView placement) {
-              return 0;
-            }
-          };
-        }
-      };
+  private static final PlacementPolicyProvider FULL_WALK = Fixtures.inIndexOrder("full-walk", demand -> {});
 
   @Test
   void fastAndFullFitsAgreeOnRandomClusters() {

@@ -6,14 +6,61 @@ import io.vgpu.api.PodGrant;
 import io.vgpu.api.PodRef;
 import io.vgpu.api.PodRequest;
 import io.vgpu.api.SchedulableDevice;
+import io.vgpu.api.spi.CardDemand;
+import io.vgpu.api.spi.NodeView;
+import io.vgpu.api.spi.PlacementPolicy;
+import io.vgpu.api.spi.PlacementPolicyProvider;
+import io.vgpu.api.spi.PlacementView;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Consumer;
 
 /** Small builders shared by the engine's tests. */
 final class Fixtures {
   static final String A100 = "NVIDIA A100-SXM4-40GB";
 
   private Fixtures() {}
+
+  /**
+   * A policy named {@code name} that tries cards in index order, scores every node 0 and hands what the
+   * engine tells it ({@link PlacementPolicy#observe}) to {@code observer}. The engine cannot take its
+   * filter fast path for it: it claims to need every placement.
+   */
+  static PlacementPolicyProvider inIndexOrder(String name, Consumer<CardDemand> observer) {
+    return new PlacementPolicyProvider() {
+      @Override
+      public String name() {
+        return name;
+      }
+
+      @Override
+      public PlacementPolicy create() {
+        return new PlacementPolicy() {
+          @Override
+          public String name() {
+            return name;
+          }
+
+          @Override
+          public void rankCards(NodeView node, CardDemand demand, int[] order) {
+            for (int d = 0; d < node.deviceCount(); d++) {
+              order[d] = d;
+            }
+          }
+
+          @Override
+          public double scoreNode(NodeView node, PlacementView placement) {
+            return 0;
+          }
+
+          @Override
+          public void observe(CardDemand demand) {
+            observer.accept(demand);
+          }
+        };
+      }
+    };
+  }
 
   /** An engine with HAMi's defaults and only the built-in policies. */
   static Engine engine() {
@@ -60,13 +107,12 @@ final class Fixtures {
   /** Filters and reserves; returns the placement's grant or fails the test. */
   static PodGrant place(Engine engine, PodRequest request) {
     FilterResult result = engine.filter(engine.compile(request), null, false);
-    PodGrant grant =
-        result.placement().orElseThrow(() -> new AssertionError(request.pod() + " does not fit")).grant();
-    ReserveResult reserved = engine.reserve(grant);
+    Placement placement = result.placement().orElseThrow(() -> new AssertionError(request.pod() + " does not fit"));
+    ReserveResult reserved = engine.reserve(placement);
     if (!reserved.reserved()) {
       throw new AssertionError("reserve failed: " + reserved.message());
     }
-    return grant;
+    return placement.grant();
   }
 
   /** The UUIDs of the devices of the pod's only app container. */

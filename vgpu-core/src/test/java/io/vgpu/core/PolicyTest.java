@@ -3,8 +3,12 @@ package io.vgpu.core;
 import static io.vgpu.core.Fixtures.*;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.vgpu.api.ContainerGrant;
 import io.vgpu.api.DeviceConstraints;
+import io.vgpu.api.DeviceGrant;
 import io.vgpu.api.FitReason;
+import io.vgpu.api.PodGrant;
+import io.vgpu.api.PodRef;
 import io.vgpu.api.PodRequest;
 import io.vgpu.api.PolicyOverrides;
 import io.vgpu.api.SchedulableDevice;
@@ -28,9 +32,11 @@ class PolicyTest {
   @Test
   void nodeScoreIsHamisFormula() {
     // HAMi's Test_calcScore: used 5/10 slots, 50/100 cores, 4000/8000 MiB -> 10 x 1.5 = 15.
-    NodeState state =
-        NodeState.of(NodeDevices.of("n", List.of(new SchedulableDevice("GPU-a", 0, A100, 8000, 100, 10, 0, true, "hami-core"))))
-            .withUsage(new int[] {0}, new int[] {4000}, new int[] {50}, new int[] {5}, 1, 1);
+    NodeState state = NodeState.of(NodeDevices.of("n", List.of(new SchedulableDevice("GPU-a", 0, A100, 8000, 100, 10, 0, true, "hami-core"))));
+    for (int pod = 0; pod < 5; pod++) {
+      state = state.plus(PodUsage.of(new PodGrant(new PodRef("default", "p" + pod), "n", List.of(),
+          List.of(new ContainerGrant("c", List.of(new DeviceGrant("GPU-a", "NVIDIA", 800, 10)))))));
+    }
     assertThat(state.usageScore).isEqualTo(15f);
     assertThat(HamiPolicy.usageScore(state)).isEqualTo(15f);
   }

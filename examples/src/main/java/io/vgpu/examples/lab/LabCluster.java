@@ -177,6 +177,8 @@ public final class LabCluster implements AutoCloseable {
     Map<String, String> files = new LinkedHashMap<>();
     files.put("--cert_file", serving.certFile().toString());
     files.put("--key_file", serving.keyFile().toString());
+    // The chart's extender trusts the CA that signed kube-scheduler's client certificate: here the lab's CA.
+    files.put("--client-ca-file", tls.resolve("ca.crt").toString());
     files.put("--device-config-file", deviceConfigFile.toString());
     files.put("--kubeconfig", kubeconfig.toString());
     launch = SchedulerLaunch.plan(deployment, files);
@@ -212,7 +214,7 @@ public final class LabCluster implements AutoCloseable {
     int extenderPort = launch.labPort(prefix.getPort() < 0 ? 443 : prefix.getPort(), "the extender's urlPrefix " + prefix);
     kubeScheduler = new KubeSchedulerStandIn(client, kubeSchedulerConfig, URI.create("https://127.0.0.1:" + extenderPort + prefix.getRawPath()), clientTls, () -> nodeOrder,
         launch.podName());
-    int webhookPort = deployment.webhookConfiguration().path("webhooks").path(0).path("clientConfig").path("service").path("port").asInt(443);
+    int webhookPort = deployment.webhookContainerPort();
     api.admission(new AdmissionWebhookCaller(deployment.webhookConfiguration(), URI.create("https://127.0.0.1:" + launch.labPort(webhookPort, "the webhook's Service port")),
         ca.clientContext(null)));
 

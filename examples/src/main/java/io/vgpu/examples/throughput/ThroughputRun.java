@@ -22,7 +22,6 @@ import io.vgpu.k8s.config.DeviceConfigReader;
 import io.vgpu.k8s.pod.PodRefs;
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.io.UncheckedIOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -45,7 +44,6 @@ import java.util.concurrent.Future;
 import java.util.concurrent.ExecutionException;
 import java.util.function.IntFunction;
 import tools.jackson.databind.JsonNode;
-import tools.jackson.dataformat.yaml.YAMLMapper;
 
 /**
  * One run of the benchmark at one cluster size: the API server stand-in with the nodes (and the pods
@@ -54,7 +52,6 @@ import tools.jackson.dataformat.yaml.YAMLMapper;
  * a warm-up burst, then the measured burst; then the same burst through the engine in this JVM.
  */
 final class ThroughputRun {
-  private static final YAMLMapper YAML = YAMLMapper.builder().build();
   /** The placement policies a device config may name (the engine's built-in ones). */
   private static final Set<String> POLICIES = Set.of("fgd", "vgpu", "bestfit", "random");
   private static final int CREATORS = 4;
@@ -99,7 +96,7 @@ final class ThroughputRun {
   ThroughputResult run(LabWorkspace workspace) {
     long setupStart = System.nanoTime();
     ReferenceDeployment deployment = ReferenceDeployment.read(home.deployDirectory());
-    Path deviceConfigFile = writeDeviceConfig(workspace);
+    Path deviceConfigFile = writeDeviceConfig(deployment, workspace);
     DeviceConfig config = new DeviceConfigReader(POLICIES).readFile(deviceConfigFile);
     KubeSchedulerConfig kubeSchedulerConfig = KubeSchedulerConfig.of(deployment.schedulerConfiguration());
     SyntheticCluster cluster = new SyntheticCluster(config, deployment.devicePlugin().nodeSelector(), kubeSchedulerConfig.schedulerNames().iterator().next());
@@ -130,9 +127,12 @@ final class ThroughputRun {
       LabCertificateAuthority.Issued serving =
           ca.issueServer("vgpu-scheduler", List.of("vgpu-scheduler", "vgpu-scheduler.kube-system", "vgpu-scheduler.kube-system.svc"), tls.resolve("tls.crt"), tls.resolve("tls.key"));
       LabCertificateAuthority.Issued kubeSchedulerClient = ca.issueClient("system:kube-scheduler", tls.resolve("kube-scheduler.crt"), tls.resolve("kube-scheduler.key"));
+      ca.writeCertificate(tls.resolve("ca.crt"));
       Map<String, String> files = new LinkedHashMap<>();
       files.put("--cert_file", serving.certFile().toString());
       files.put("--key_file", serving.keyFile().toString());
+      // The chart's extender trusts the CA that signed kube-scheduler's client certificate: here this run's CA.
+      files.put("--client-ca-file", tls.resolve("ca.crt").toString());
       files.put("--device-config-file", deviceConfigFile.toString());
       files.put("--kubeconfig", kubeconfig.toString());
       SchedulerLaunch launch = SchedulerLaunch.plan(deployment, files);
@@ -214,19 +214,9 @@ final class ThroughputRun {
     progress.flush();
   }
 
-  /** The reference deployment's device configuration (its ConfigMap's file), written where the scheduler reads it. */
-  private Path writeDeviceConfig(LabWorkspace workspace) {
-    Path manifest = home.deployDirectory().resolve("device-config.yaml");
-    try {
-      JsonNode configMap = YAML.readTree(Files.readString(manifest));
-      String content = configMap.path("data").path("device-config.yaml").asString("");
-      if (content.isEmpty()) {
-        throw new UnavailableException(manifest + " has no data.device-config.yaml");
-      }
-      return workspace.write("config/device-config.yaml", content);
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot read " + manifest, e);
-    }
+  /** The reference deployment's device configuration, written where the scheduler reads it. */
+  private static Path writeDeviceConfig(ReferenceDeployment deployment, LabWorkspace workspace) {
+    return workspace.write("config/device-config.yaml", deployment.deviceConfiguration());
   }
 
   private static List<Pod> pending(SyntheticCluster cluster, String prefix, List<SyntheticCluster.Share> shares) {

@@ -40,8 +40,10 @@ public interface PlacementPolicy {
   }
 
   /**
-   * Tells the policy about a request it will be asked to place, so that policies which learn the
-   * workload (as fragmentation-aware ones do) can update what they expect. The default ignores it.
+   * Tells the policy what the cluster runs, so that policies which learn the workload (as
+   * fragmentation-aware ones do) can update what they expect: the engine calls it once per pod, when
+   * the pod's grant is reserved or restored, with the demand of each of its app containers that takes
+   * cards; never for a mere filter call. The default ignores it.
    */
   default void observe(CardDemand demand) {}
 }

@@ -7,9 +7,10 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * Where a fragmentation-aware policy gets its target workload: either given once (the placement
- * benchmark gives the trace's typical tasks), or learned from the requests the engine observes. A
- * learned model keeps the last {@link #WINDOW} card demands and takes their typical classes (the FGD
- * paper's 95% popularity cut); CPU is not part of them, because the engine does not model it.
+ * benchmark gives the trace's typical tasks), or learned from the pods the engine counts (each once,
+ * when its grant is reserved or restored). A learned model keeps the last {@link #WINDOW} card demands
+ * and takes their typical classes (the FGD paper's 95% popularity cut); CPU is not part of them,
+ * because the engine does not model it.
  *
  * <p>Thread-safe: observations are serialized, and readers see an immutable snapshot.
  */
@@ -46,7 +47,7 @@ final class WorkloadModel {
     return current;
   }
 
-  /** Counts a request; a fixed model ignores it. */
+  /** Counts one container's card demand; a fixed model ignores it. */
   void observe(CardDemand demand) {
     if (!learning) {
       return;

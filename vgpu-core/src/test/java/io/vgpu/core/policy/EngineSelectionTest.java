@@ -46,14 +46,21 @@ class EngineSelectionTest {
       Engine engine = Engine.builder().config(EngineConfig.DEFAULT.withPolicies("spread", policy)).build();
       engine.upsertNode(node("empty", 0));
       engine.upsertNode(node("half", 1));
+      engine.upsertNode(node("busy", 2));
       PodGrant first = grant(engine, "first", "half", uuid(1, 1), 20_480, 50);
       assertThat(engine.reserve(first).reserved()).isTrue();
 
-      // The policy learns whole-card and half-card requests from what it compiles. A half card on the
-      // empty node would cost a whole-card slot; on the half-used card it closes a hole. Under spread,
-      // HAMi itself would pick the empty node.
-      for (int i = 0; i < 3; i++) {
-        engine.compile(pod("whole-" + i, CARD_MIB, 100));
+      // The policy learns whole-card and half-card pods from the grants the engine counts (here the
+      // running whole-card pods a restarted scheduler restores). A half card on the empty node would
+      // cost a whole-card slot; on the half-used card it closes a hole. Under spread, HAMi itself
+      // would pick the empty node.
+      for (int i = 0; i < 2; i++) {
+        assertThat(engine.restore(grant(engine, "whole-" + i, "busy", uuid(2, i), CARD_MIB, 100)).reserved()).isTrue();
+      }
+      // Filter calls teach nothing: were these small pods retried against the full node counted, they
+      // would crowd the whole-card pods out of the learned workload and the choice would tie.
+      for (int i = 0; i < 100; i++) {
+        engine.filter(engine.compile(pod("pending-" + i, 1_024, 5)), List.of("busy"), false);
       }
       var placement = engine.filter(engine.compile(pod("second", 20_480, 50)), null, false).placement().orElseThrow();
 

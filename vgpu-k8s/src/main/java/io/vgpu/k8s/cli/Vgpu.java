@@ -22,7 +22,7 @@ import picocli.CommandLine.ScopeType;
     mixinStandardHelpOptions = true,
     versionProvider = Vgpu.Version.class,
     description = "GPU sharing for Kubernetes, speaking HAMi's wire formats.",
-    subcommands = {SimulateCommand.class, InventoryCommand.class, SchedulerCommand.class, DevicePluginCommand.class, CommandLine.HelpCommand.class})
+    subcommands = {SimulateCommand.class, InventoryCommand.class, SchedulerCommand.class, DevicePluginCommand.class, CertificatesCommand.class, CommandLine.HelpCommand.class})
 public final class Vgpu implements Runnable {
   private static final Logger LOG = LoggerFactory.getLogger(Vgpu.class);
 

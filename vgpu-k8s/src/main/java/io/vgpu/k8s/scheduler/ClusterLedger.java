@@ -426,12 +426,10 @@ public final class ClusterLedger implements AutoCloseable {
     Instant now = clock.instant();
     if (bound) {
       reaped.remove(ref);
-      ReserveResult fits = engine.reserve(grant);
-      if (!fits.reserved()) {
-        // It runs there: counting it is what keeps the card from being promised twice.
-        engine.restore(grant);
-        LOG.warn("pod {} runs on {} with a grant that does not fit what is left ({}); counted all the same", ref, node, fits.message());
-      }
+      // It runs there: counting it is what keeps the card from being promised twice, whether or not the
+      // card would take it now (cordoned, unhealthy, or over-committed by an older scheduler).
+      engine.restore(grant);
+      overCommitted(grant).ifPresent(card -> LOG.warn("pod {} runs on {} with a grant that leaves card {} over its capacity; counted all the same", ref, node, card));
       firstSeen.putIfAbsent(ref, now);
       return;
     }
@@ -450,6 +448,18 @@ public final class ClusterLedger implements AutoCloseable {
       return;
     }
     firstSeen.putIfAbsent(ref, now);
+  }
+
+  /** A card of the grant whose counted usage now exceeds its capacity, if any. */
+  private Optional<String> overCommitted(PodGrant grant) {
+    Set<String> cards = new HashSet<>();
+    grant.allContainers().forEach(c -> c.devices().forEach(d -> cards.add(d.uuid())));
+    return engine.usage(grant.node()).stream()
+        .flatMap(u -> u.devices().stream())
+        .filter(d -> cards.contains(d.device().uuid()))
+        .filter(d -> d.usedMemoryMiB() > d.device().memoryMiB() || d.usedCores() > d.device().cores() || d.sharers() > d.device().splitCount())
+        .map(d -> d.device().uuid())
+        .findFirst();
   }
 
   /** Why the grant's node or devices do not exist, as the node's own registration says; empty when they do. */

@@ -181,7 +181,7 @@ public final class Extender {
         return new ExtenderFilterResult(null, null, failed, null, "");
       }
       Placement placement = result.placement().get();
-      ReserveResult reserved = engine.reserve(placement.grant());
+      ReserveResult reserved = engine.reserve(placement);
       if (reserved.status() == ReserveResult.Status.CONFLICT) {
         LOG.debug("pod {}: lost node {} to a concurrent reservation ({}); filtering again", ref, placement.node(), reserved.message());
         continue;

@@ -50,24 +50,48 @@ public record PemCredentials(List<X509Certificate> chain, PrivateKey key) {
    *     file
    */
   public static PemCredentials read(Path certFile, Path keyFile) throws IOException {
+    return new PemCredentials(certificates(Files.readAllBytes(certFile), certFile.toString()), readKey(Files.readString(keyFile, StandardCharsets.US_ASCII), keyFile.toString()));
+  }
+
+  /**
+   * Reads a certificate chain and a key from PEM text (e.g. a Secret's {@code tls.crt} and {@code tls.key}).
+   *
+   * @param certSource where the certificate text came from, for messages
+   * @param keySource where the key text came from, for messages
+   * @throws IOException when the text holds no usable PEM block; the message names its source
+   */
+  public static PemCredentials parse(String certPem, String certSource, String keyPem, String keySource) throws IOException {
+    return new PemCredentials(certificates(certPem, certSource), readKey(keyPem, keySource));
+  }
+
+  /**
+   * Reads every certificate of a PEM bundle.
+   *
+   * @param source where the text came from, for messages
+   * @throws IOException when the text holds no certificate
+   */
+  public static List<X509Certificate> certificates(String pem, String source) throws IOException {
+    return certificates(pem.getBytes(StandardCharsets.US_ASCII), source);
+  }
+
+  private static List<X509Certificate> certificates(byte[] encoded, String source) throws IOException {
     List<X509Certificate> chain;
     try {
       CertificateFactory factory = CertificateFactory.getInstance("X.509");
       chain =
-          factory.generateCertificates(new ByteArrayInputStream(Files.readAllBytes(certFile))).stream()
+          factory.generateCertificates(new ByteArrayInputStream(encoded)).stream()
               .map(c -> (X509Certificate) c)
               .toList();
     } catch (GeneralSecurityException e) {
-      throw new IOException(certFile + ": not a PEM certificate (" + e.getMessage() + ")", e);
+      throw new IOException(source + ": not a PEM certificate (" + e.getMessage() + ")", e);
     }
     if (chain.isEmpty()) {
-      throw new IOException(certFile + ": no certificate found");
+      throw new IOException(source + ": no certificate found");
     }
-    return new PemCredentials(chain, readKey(keyFile));
+    return chain;
   }
 
-  private static PrivateKey readKey(Path keyFile) throws IOException {
-    String text = Files.readString(keyFile, StandardCharsets.US_ASCII);
+  private static PrivateKey readKey(String text, String keyFile) throws IOException {
     Matcher m = BLOCK.matcher(text);
     byte[] ecParameters = null;
     while (m.find()) {

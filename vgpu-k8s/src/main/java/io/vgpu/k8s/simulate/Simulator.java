@@ -22,6 +22,7 @@ import io.vgpu.core.NodeDevices;
 import io.vgpu.core.NodeRejection;
 import io.vgpu.core.NodeUsage;
 import io.vgpu.core.QuotaUsage;
+import io.vgpu.core.Placement;
 import io.vgpu.core.ReserveResult;
 import io.vgpu.k8s.admission.AdmissionMutator;
 import io.vgpu.k8s.admission.AdmissionResult;
@@ -285,8 +286,9 @@ public final class Simulator {
     }
     FilterResult result = engine.filter(compiled, candidates, true);
     if (result.placement().isPresent()) {
-      PodGrant grant = result.placement().get().grant();
-      ReserveResult reserved = engine.reserve(grant);
+      Placement placement = result.placement().get();
+      PodGrant grant = placement.grant();
+      ReserveResult reserved = engine.reserve(placement);
       if (!reserved.reserved()) {
         pod.message = reserved.message();
         return false;

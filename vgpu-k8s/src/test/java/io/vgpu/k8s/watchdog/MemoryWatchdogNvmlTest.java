@@ -203,7 +203,8 @@ class MemoryWatchdogNvmlTest {
 
   /** A shared region (layout version 1, vgpu-native README) in which the interposer books {@code used} of {@code limit}. */
   private static void writeRegion(Path file, String uuid, long limit, long used) throws IOException {
-    ByteBuffer b = ByteBuffer.allocate(8192).order(ByteOrder.LITTLE_ENDIAN);
+    // the whole file: the node monitor reads only a regular file of the layout's size
+    ByteBuffer b = ByteBuffer.allocate(598016).order(ByteOrder.LITTLE_ENDIAN);
     b.putLong(0, 0x3147455255504756L).putInt(8, 1).putInt(16, 1).putInt(20, 160).putLong(32, 4096);
     b.put(4096, uuid.getBytes(StandardCharsets.US_ASCII));
     b.putLong(4096 + 96, limit).putLong(4096 + 112, used).putLong(4096 + 120, used);

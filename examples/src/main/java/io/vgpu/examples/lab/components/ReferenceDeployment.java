@@ -14,24 +14,36 @@ import tools.jackson.databind.MappingIterator;
 import tools.jackson.dataformat.yaml.YAMLMapper;
 
 /**
- * The reference deployment as its manifests say it ({@code examples/deploy/}): the arguments and
- * environment of the {@code vgpu} containers, kube-scheduler's configuration, and the webhook
- * configuration. The lab runs what these files say, changing only what names a place.
+ * The reference deployment as its manifests say it ({@code examples/deploy/}, the chart's render for its
+ * default values, one file per template): the arguments and environment of the {@code vgpu} containers,
+ * kube-scheduler's configuration (inside the scheduler's ConfigMap), and the webhook configuration. Objects
+ * are found by kind and container name across every {@code .yaml} file of the directory, whatever the files
+ * are called. The lab runs what these manifests say, changing only what names a place.
  */
 public final class ReferenceDeployment {
   private static final YAMLMapper YAML = YAMLMapper.builder().build();
 
-  /** The scheduler pod's {@code vgpu} container. */
-  public static final String SCHEDULER_FILE = "scheduler.yaml";
-  /** The node agent DaemonSet. */
-  public static final String DEVICE_PLUGIN_FILE = "device-plugin.yaml";
-  /** kube-scheduler's configuration (the ConfigMap's content). */
-  public static final String SCHEDULER_CONFIG_FILE = "scheduler-config.yaml";
-  /** The mutating webhook configuration. */
-  public static final String WEBHOOK_FILE = "webhook.yaml";
+  /** The scheduler Deployment's {@code vgpu scheduler} container. */
+  public static final String SCHEDULER_CONTAINER = "vgpu-scheduler-extender";
+  /** The scheduler Deployment's init container, {@code vgpu certificates}. */
+  public static final String CERTIFICATES_CONTAINER = "certificates";
+  /** The node agent DaemonSet's {@code vgpu device-plugin} container. */
+  public static final String DEVICE_PLUGIN_CONTAINER = "device-plugin";
+
+  /**
+   * The flags of the chart's {@code vgpu} containers that name a place on the machine or in the cluster
+   * (an address, a file, a directory, the API server): the ones the lab gives its own values through
+   * {@link #withPlaces}.
+   */
+  public static final List<String> PLACE_FLAGS =
+      List.of("--http_bind", "--extender-bind-address", "--metrics-bind-address", "--cert_file", "--key_file", "--client-ca-file", "--webhook-client-ca-file",
+          "--device-config-file", "--kubeconfig", "--device-plugin-dir", "--hook-path", "--node-name", "--client-dir", "--serving-dir");
 
   private final Path directory;
+  private final List<JsonNode> objects;
+  private final JsonNode schedulerWorkload;
   private final Container scheduler;
+  private final Container certificates;
   private final Container devicePlugin;
   private final JsonNode schedulerConfig;
   private final JsonNode webhookConfig;
@@ -48,27 +60,36 @@ public final class ReferenceDeployment {
 
   private ReferenceDeployment(Path directory) {
     this.directory = directory;
-    this.scheduler = container(document(SCHEDULER_FILE, "Deployment"), "vgpu");
-    this.devicePlugin = container(document(DEVICE_PLUGIN_FILE, "DaemonSet"), "vgpu");
-    this.schedulerConfig = document(SCHEDULER_CONFIG_FILE, "KubeSchedulerConfiguration");
-    this.webhookConfig = document(WEBHOOK_FILE, "MutatingWebhookConfiguration");
+    this.objects = readAll(directory);
+    this.schedulerWorkload = workload("Deployment", SCHEDULER_CONTAINER);
+    this.scheduler = container(schedulerWorkload, SCHEDULER_CONTAINER);
+    this.certificates = container(schedulerWorkload, CERTIFICATES_CONTAINER);
+    this.devicePlugin = container(workload("DaemonSet", DEVICE_PLUGIN_CONTAINER), DEVICE_PLUGIN_CONTAINER);
+    this.schedulerConfig = kubeSchedulerConfiguration();
+    this.webhookConfig = objects.stream().filter(o -> kind(o).equals("MutatingWebhookConfiguration")).findFirst()
+        .orElseThrow(() -> new UnavailableException("the reference deployment in " + directory + " has no MutatingWebhookConfiguration"));
   }
 
   /**
    * Reads the manifests of a directory.
    *
-   * @throws UnavailableException when a manifest is missing or lacks what the lab runs
+   * @throws UnavailableException when a manifest is unreadable or the directory lacks what the lab runs
    */
   public static ReferenceDeployment read(Path directory) {
     return new ReferenceDeployment(directory);
   }
 
-  /** The scheduler's {@code vgpu} container. */
+  /** The scheduler's {@code vgpu scheduler} container. */
   public Container scheduler() {
     return scheduler;
   }
 
-  /** The node agent's {@code vgpu} container. */
+  /** The scheduler pod's init container, {@code vgpu certificates}, which writes the certificates the scheduler and kube-scheduler read. */
+  public Container certificates() {
+    return certificates;
+  }
+
+  /** The node agent's {@code vgpu device-plugin} container. */
   public Container devicePlugin() {
     return devicePlugin;
   }
@@ -83,27 +104,129 @@ public final class ReferenceDeployment {
     return webhookConfig;
   }
 
-  private JsonNode document(String file, String kind) {
-    Path path = directory.resolve(file);
-    List<JsonNode> documents = new ArrayList<>();
-    try (MappingIterator<JsonNode> it = YAML.readerFor(JsonNode.class).readValues(Files.readString(path))) {
-      while (it.hasNextValue()) {
-        JsonNode doc = it.nextValue();
-        if (doc != null && !doc.isNull()) {
-          documents.add(doc);
+  /**
+   * The scheduler container's port the webhook's Service sends the API server to: the Service port the
+   * webhook configuration names, through that Service's {@code targetPort} (a number or the name of a
+   * container port).
+   *
+   * @throws UnavailableException when the webhook names no Service of the deployment, or its port leads nowhere
+   */
+  public int webhookContainerPort() {
+    JsonNode service = webhookConfig.path("webhooks").path(0).path("clientConfig").path("service");
+    String name = service.path("name").asString("");
+    int port = service.path("port").asInt(443);
+    JsonNode target = objects.stream()
+        .filter(o -> kind(o).equals("Service") && o.path("metadata").path("name").asString("").equals(name))
+        .flatMap(o -> stream(o.path("spec").path("ports")))
+        .filter(p -> p.path("port").asInt() == port)
+        .map(p -> p.has("targetPort") ? p.path("targetPort") : p.path("port"))
+        .findFirst()
+        .orElseThrow(() -> new UnavailableException("the reference deployment's webhook calls Service " + name + " port " + port + ", which it does not define"));
+    if (target.isNumber()) {
+      return target.asInt();
+    }
+    for (JsonNode c : schedulerWorkload.path("spec").path("template").path("spec").path("containers")) {
+      for (JsonNode p : c.path("ports")) {
+        if (p.path("name").asString("").equals(target.asString())) {
+          return p.path("containerPort").asInt();
         }
       }
-    } catch (IOException | RuntimeException e) {
-      throw new UnavailableException("cannot read the reference deployment's " + path + ": " + e.getMessage());
     }
-    return documents.stream()
-        .filter(d -> kind.equals(d.path("kind").asString("")))
+    throw new UnavailableException("the reference deployment's Service " + name + " sends port " + port + " to a container port named " + target.asString() + " that no container has");
+  }
+
+  /**
+   * The device configuration the scheduler reads: the {@code device-config.yaml} of whichever ConfigMap of
+   * the deployment carries one.
+   *
+   * @throws UnavailableException when none does
+   */
+  public String deviceConfiguration() {
+    return objects.stream()
+        .filter(o -> kind(o).equals("ConfigMap"))
+        .map(o -> o.path("data").path("device-config.yaml").asString(""))
+        .filter(content -> !content.isEmpty())
         .findFirst()
-        .orElseThrow(() -> new UnavailableException("the reference deployment's " + path + " has no " + kind));
+        .orElseThrow(() -> new UnavailableException("no ConfigMap of the reference deployment in " + directory + " has data.device-config.yaml"));
+  }
+
+  private static java.util.stream.Stream<JsonNode> stream(JsonNode array) {
+    List<JsonNode> items = new ArrayList<>();
+    array.forEach(items::add);
+    return items.stream();
+  }
+
+  private static String kind(JsonNode object) {
+    return object.path("kind").asString("");
+  }
+
+  private static List<JsonNode> readAll(Path directory) {
+    List<Path> files;
+    try (var listing = Files.list(directory)) {
+      files = listing.filter(f -> f.getFileName().toString().endsWith(".yaml")).sorted().toList();
+    } catch (IOException e) {
+      throw new UnavailableException("cannot read the reference deployment's directory " + directory + ": " + e.getMessage());
+    }
+    List<JsonNode> documents = new ArrayList<>();
+    for (Path path : files) {
+      try (MappingIterator<JsonNode> it = YAML.readerFor(JsonNode.class).readValues(Files.readString(path))) {
+        while (it.hasNextValue()) {
+          JsonNode doc = it.nextValue();
+          if (doc != null && !doc.isNull() && doc.isObject()) {
+            documents.add(doc);
+          }
+        }
+      } catch (IOException | RuntimeException e) {
+        throw new UnavailableException("cannot read the reference deployment's " + path + ": " + e.getMessage());
+      }
+    }
+    return documents;
+  }
+
+  /** The workload of this kind whose pod runs a container (or init container) of this name. */
+  private JsonNode workload(String kind, String containerName) {
+    for (JsonNode o : objects) {
+      if (!kind(o).equals(kind)) {
+        continue;
+      }
+      JsonNode spec = o.path("spec").path("template").path("spec");
+      for (String list : List.of("containers", "initContainers")) {
+        for (JsonNode c : spec.path(list)) {
+          if (c.path("name").asString("").equals(containerName)) {
+            return o;
+          }
+        }
+      }
+    }
+    throw new UnavailableException("the reference deployment in " + directory + " has no " + kind + " with a container named " + containerName);
+  }
+
+  /** kube-scheduler's configuration: the ConfigMap file that is a KubeSchedulerConfiguration. */
+  private JsonNode kubeSchedulerConfiguration() {
+    for (JsonNode o : objects) {
+      if (!kind(o).equals("ConfigMap")) {
+        continue;
+      }
+      for (var file : o.path("data").properties()) {
+        JsonNode content;
+        try {
+          content = YAML.readTree(file.getValue().asString(""));
+        } catch (RuntimeException e) {
+          continue; // not YAML: another kind of file
+        }
+        if (content != null && kind(content).equals("KubeSchedulerConfiguration")) {
+          return content;
+        }
+      }
+    }
+    throw new UnavailableException("the reference deployment in " + directory + " has no ConfigMap holding a KubeSchedulerConfiguration");
   }
 
   private Container container(JsonNode workload, String name) {
-    JsonNode containers = workload.path("spec").path("template").path("spec").path("containers");
+    JsonNode spec = workload.path("spec").path("template").path("spec");
+    List<JsonNode> containers = new ArrayList<>();
+    spec.path("initContainers").forEach(containers::add);
+    spec.path("containers").forEach(containers::add);
     for (JsonNode c : containers) {
       if (!name.equals(c.path("name").asString(""))) {
         continue;

@@ -40,7 +40,7 @@ public final class SchedulerLaunch {
    * Plans a run of the deployment's scheduler.
    *
    * @param files the flags that name files, with this machine's paths ({@code --cert_file},
-   *     {@code --key_file}, {@code --device-config-file}, {@code --kubeconfig})
+   *     {@code --key_file}, {@code --client-ca-file}, {@code --device-config-file}, {@code --kubeconfig})
    */
   public static SchedulerLaunch plan(ReferenceDeployment deployment, Map<String, String> files) {
     int httpPort = freePort();

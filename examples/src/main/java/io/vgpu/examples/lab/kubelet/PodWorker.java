@@ -9,6 +9,8 @@ import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import io.vgpu.api.PodRef;
 import io.vgpu.k8s.pod.PodJson;
 import io.vgpu.k8s.pod.PodRefs;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
@@ -146,6 +148,11 @@ public final class PodWorker {
       ids.addAll(allocation.ids());
       env.putAll(allocation.response().getEnvsMap());
       allocation.response().getMountsList().forEach(m -> containerMounts.add(new ContainerSpec.Mount(m.getContainerPath(), m.getHostPath(), m.getReadOnly())));
+      // Device nodes the plugin passes become the container's, as the runtime would create them; a mock
+      // machine has none, so a spec whose node is missing on this host is left out.
+      allocation.response().getDevicesList().stream()
+          .filter(d -> Files.exists(Path.of(d.getHostPath())))
+          .forEach(d -> containerMounts.add(new ContainerSpec.Mount(d.getContainerPath(), d.getHostPath(), !d.getPermissions().contains("w"))));
     }
     synchronized (this) {
       containers.add(new ContainerRecord(c.getName(), init, env, ids));

@@ -36,6 +36,28 @@ class ReferenceDeploymentTest {
     assertThat(config.extender().nodeCacheCapable()).isTrue();
     assertThat(config.extender().managedResources()).contains("nvidia.com/gpu", "nvidia.com/gpumem", "nvidia.com/gpucores");
     assertThat(config.extender().timeout()).isEqualTo(Duration.ofSeconds(30));
-    assertThat(config.leaseName()).isEqualTo("vgpu-scheduler");
+    assertThat(config.leaseName()).isEqualTo("hami-scheduler");
+    assertThat(config.extender().certFile()).isEqualTo("/client-tls/tls.crt");
+    assertThat(DEPLOYMENT.certificates().args()).first().isEqualTo("certificates");
+    assertThat(DEPLOYMENT.webhookConfiguration().path("webhooks").get(0).path("name").asString()).isEqualTo("vgpu.hami.io");
+  }
+
+  @Test
+  void theWebhooksServicePortLeadsToTheSchedulersListener() {
+    // The webhook calls Service hami-scheduler:443, whose targetPort "https" is the container port --http_bind listens on.
+    assertThat(DEPLOYMENT.webhookContainerPort()).isEqualTo(9443);
+    assertThat(DEPLOYMENT.scheduler().args()).contains("--http_bind=0.0.0.0:9443");
+  }
+
+  @Test
+  void everyFlagThatNamesAPlaceIsAmongThePlaceFlags() {
+    for (ReferenceDeployment.Container c : List.of(DEPLOYMENT.scheduler(), DEPLOYMENT.devicePlugin(), DEPLOYMENT.certificates())) {
+      for (String arg : c.args()) {
+        String value = arg.contains("=") ? arg.substring(arg.indexOf('=') + 1) : "";
+        if (value.startsWith("/") || value.matches(".*:[0-9]+$")) {
+          assertThat(ReferenceDeployment.PLACE_FLAGS).as(arg).contains(arg.substring(0, arg.indexOf('=')));
+        }
+      }
+    }
   }
 }

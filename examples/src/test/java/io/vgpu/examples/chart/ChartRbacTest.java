@@ -1,0 +1,109 @@
+package io.vgpu.examples.chart;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.vgpu.examples.chart.RenderedChart.Options;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.junit.jupiter.api.Test;
+import tools.jackson.databind.JsonNode;
+
+/**
+ * The chart grants vgpu's components exactly what their code calls, no verb more. Each expected grant
+ * below names the class whose call needs it (found by reading every fabric8 client call in vgpu-k8s's
+ * main code); a grant the chart renders that is not in this table fails the test, and so does one the
+ * table needs that the chart lacks. kube-scheduler, in the scheduler's pod, has Kubernetes' own scheduler
+ * roles instead (bound by name, checked below).
+ */
+class ChartRbacTest {
+  /** resource[/name]:verb -> why. */
+  private static final Map<String, String> SCHEDULER_CLUSTER = new TreeMap<>(Map.ofEntries(
+      Map.entry("pods:list", "ClusterLedger: pod informer"),
+      Map.entry("pods:watch", "ClusterLedger: pod informer"),
+      Map.entry("pods:get", "Extender.bind reads the pod; NodeLock checks the lock holder still exists"),
+      Map.entry("pods:patch", "Extender: the decision annotations (filter) and bind phase (bind)"),
+      Map.entry("nodes:list", "ClusterLedger: node informer"),
+      Map.entry("nodes:watch", "ClusterLedger: node informer"),
+      Map.entry("nodes:get", "NodeLock and Extender.bind read the node"),
+      Map.entry("nodes:patch", "SchedulerServer.registerPass: the handshake annotation"),
+      Map.entry("nodes:update", "NodeLock: the lock annotation, written with the read resourceVersion"),
+      Map.entry("bindings:create", "Extender.bind: client.bindings().create()"),
+      Map.entry("resourcequotas:list", "ClusterLedger: quota informer"),
+      Map.entry("resourcequotas:watch", "ClusterLedger: quota informer"),
+      Map.entry("events:create", "EventRecorder: GrantIgnored and scheduling events"),
+      Map.entry("mutatingwebhookconfigurations/hami-webhook:get", "WebhookCaBundle (vgpu certificates) reads the webhooks"),
+      Map.entry("mutatingwebhookconfigurations/hami-webhook:patch", "WebhookCaBundle (vgpu certificates) writes caBundle")));
+
+  private static final Map<String, String> SCHEDULER_NAMESPACE = new TreeMap<>(Map.ofEntries(
+      Map.entry("leases/hami-scheduler:list", "LeaseLeadership: informer on kube-scheduler's Lease, by name"),
+      Map.entry("leases/hami-scheduler:watch", "LeaseLeadership: informer on kube-scheduler's Lease, by name"),
+      Map.entry("secrets:create", "ServingSecret (vgpu certificates): the first pod stores the CA and certificate"),
+      Map.entry("secrets/hami-scheduler-tls:get", "ServingSecret: later pods read them"),
+      Map.entry("secrets/hami-scheduler-tls:update", "ServingSecret: a renewal, with the read resourceVersion")));
+
+  private static final Map<String, String> DEVICE_PLUGIN = new TreeMap<>(Map.ofEntries(
+      Map.entry("pods:list", "NodeAgent: pod informer of its node; PodAllocator lists pods to find the one starting"),
+      Map.entry("pods:watch", "NodeAgent: pod informer of its node"),
+      Map.entry("pods:get", "PodAllocator reads the node lock's owner"),
+      Map.entry("pods:patch", "PodAllocator: the popped allocation entries and bind phase"),
+      Map.entry("nodes:get", "NodeRegistrar and PodAllocator read the node"),
+      Map.entry("nodes:patch", "NodeRegistrar: the register annotation and nvidia.com/gpu.* labels"),
+      Map.entry("nodes:update", "NodeLock.release from PodAllocator"),
+      Map.entry("events:create", "EventRecorder: the watchdog's GpuMemoryOverGrant event")));
+
+  private static List<String> grants(JsonNode role) {
+    List<String> grants = new ArrayList<>();
+    for (JsonNode rule : role.path("rules")) {
+      List<String> names = new ArrayList<>();
+      rule.path("resourceNames").forEach(n -> names.add(n.asString()));
+      for (JsonNode resource : rule.path("resources")) {
+        for (JsonNode verb : rule.path("verbs")) {
+          if (names.isEmpty()) {
+            grants.add(resource.asString() + ":" + verb.asString());
+          }
+          for (String name : names) {
+            grants.add(resource.asString() + "/" + name + ":" + verb.asString());
+          }
+        }
+      }
+    }
+    return grants;
+  }
+
+  @Test
+  void theSchedulerMayDoExactlyWhatItsCodeDoes() {
+    RenderedChart chart = RenderedChart.defaults();
+    assertThat(grants(chart.get("ClusterRole", "hami-scheduler"))).containsExactlyInAnyOrderElementsOf(SCHEDULER_CLUSTER.keySet());
+    assertThat(grants(chart.get("Role", "hami-scheduler"))).containsExactlyInAnyOrderElementsOf(SCHEDULER_NAMESPACE.keySet());
+    assertThat(chart.get("ClusterRole", "hami-scheduler").path("rules").findValues("apiGroups").toString()).doesNotContain("*");
+  }
+
+  @Test
+  void withCertManagerTheSchedulerWritesNoSecretAndNoWebhook() {
+    RenderedChart chart = RenderedChart.render(Options.defaults().with("vgpu.certificates.source", "cert-manager"));
+    assertThat(grants(chart.get("ClusterRole", "hami-scheduler"))).containsExactlyInAnyOrderElementsOf(
+        SCHEDULER_CLUSTER.keySet().stream().filter(g -> !g.startsWith("mutatingwebhookconfigurations")).toList());
+    assertThat(grants(chart.get("Role", "hami-scheduler"))).containsExactly("leases/hami-scheduler:list", "leases/hami-scheduler:watch");
+  }
+
+  @Test
+  void theNodeAgentMayDoExactlyWhatItsCodeDoes() {
+    assertThat(grants(RenderedChart.defaults().get("ClusterRole", "hami-device-plugin"))).containsExactlyInAnyOrderElementsOf(DEVICE_PLUGIN.keySet());
+  }
+
+  @Test
+  void kubeSchedulerHasKubernetesSchedulerRolesAndItsOwnLease() {
+    RenderedChart chart = RenderedChart.defaults();
+    assertThat(chart.get("ClusterRoleBinding", "hami-scheduler-kube-scheduler").path("roleRef").path("name").asString()).isEqualTo("system:kube-scheduler");
+    assertThat(chart.get("ClusterRoleBinding", "hami-scheduler-volume-scheduler").path("roleRef").path("name").asString()).isEqualTo("system:volume-scheduler");
+    // system:kube-scheduler allows the Lease named kube-scheduler only.
+    assertThat(grants(chart.get("Role", "hami-kube-scheduler"))).containsExactlyInAnyOrder("leases/hami-scheduler:get", "leases/hami-scheduler:update");
+    for (String binding : List.of("hami-scheduler-kube-scheduler", "hami-scheduler-volume-scheduler", "hami-scheduler")) {
+      assertThat(chart.get("ClusterRoleBinding", binding).path("subjects").get(0).path("name").asString()).isEqualTo("hami-scheduler");
+    }
+    assertThat(chart.get("Deployment", "hami-scheduler").path("spec").path("template").path("spec").path("serviceAccountName").asString()).isEqualTo("hami-scheduler");
+    assertThat(chart.get("DaemonSet", "hami-device-plugin").path("spec").path("template").path("spec").path("serviceAccountName").asString()).isEqualTo("hami-device-plugin");
+  }
+}
