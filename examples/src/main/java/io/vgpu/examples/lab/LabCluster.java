@@ -174,14 +174,8 @@ public final class LabCluster implements AutoCloseable {
       }
     }
 
-    Map<String, String> files = new LinkedHashMap<>();
-    files.put("--cert_file", serving.certFile().toString());
-    files.put("--key_file", serving.keyFile().toString());
     // The chart's extender trusts the CA that signed kube-scheduler's client certificate: here the lab's CA.
-    files.put("--client-ca-file", tls.resolve("ca.crt").toString());
-    files.put("--device-config-file", deviceConfigFile.toString());
-    files.put("--kubeconfig", kubeconfig.toString());
-    launch = SchedulerLaunch.plan(deployment, files);
+    launch = SchedulerLaunch.plan(deployment, new SchedulerLaunch.SchedulerFiles(serving.certFile(), serving.keyFile(), tls.resolve("ca.crt"), deviceConfigFile, kubeconfig));
     scheduler = component(SCHEDULER, launch.args(), launch.env());
 
     for (NodeSpec node : scenario.nodes()) {

@@ -31,11 +31,9 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ExecutorService;
@@ -128,14 +126,7 @@ final class ThroughputRun {
           ca.issueServer("vgpu-scheduler", List.of("vgpu-scheduler", "vgpu-scheduler.kube-system", "vgpu-scheduler.kube-system.svc"), tls.resolve("tls.crt"), tls.resolve("tls.key"));
       LabCertificateAuthority.Issued kubeSchedulerClient = ca.issueClient("system:kube-scheduler", tls.resolve("kube-scheduler.crt"), tls.resolve("kube-scheduler.key"));
       ca.writeCertificate(tls.resolve("ca.crt"));
-      Map<String, String> files = new LinkedHashMap<>();
-      files.put("--cert_file", serving.certFile().toString());
-      files.put("--key_file", serving.keyFile().toString());
-      // The chart's extender trusts the CA that signed kube-scheduler's client certificate: here this run's CA.
-      files.put("--client-ca-file", tls.resolve("ca.crt").toString());
-      files.put("--device-config-file", deviceConfigFile.toString());
-      files.put("--kubeconfig", kubeconfig.toString());
-      SchedulerLaunch launch = SchedulerLaunch.plan(deployment, files);
+      SchedulerLaunch launch = SchedulerLaunch.plan(deployment, new SchedulerLaunch.SchedulerFiles(serving.certFile(), serving.keyFile(), tls.resolve("ca.crt"), deviceConfigFile, kubeconfig));
       JavaCommand.Launch command = new JavaCommand(Optional.of(home.root().resolve("target/lab-cds"))).command("info", settings.schedulerJavaOptions(), launch.args());
       ComponentProcess scheduler = new ComponentProcess("scheduler", command.command(), launch.env(), workspace.file("logs/scheduler.log"));
       Thread killer = new Thread(scheduler::kill, "throughput-bench-cleanup");

@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.nio.file.Path;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -37,12 +38,29 @@ public final class SchedulerLaunch {
   }
 
   /**
-   * Plans a run of the deployment's scheduler.
+   * The files the scheduler reads, with this machine's paths.
    *
-   * @param files the flags that name files, with this machine's paths ({@code --cert_file},
-   *     {@code --key_file}, {@code --client-ca-file}, {@code --device-config-file}, {@code --kubeconfig})
+   * @param certFile its serving certificate ({@code --cert_file})
+   * @param keyFile that certificate's key ({@code --key_file})
+   * @param clientCaFile the CA that signed kube-scheduler's client certificate ({@code --client-ca-file}),
+   *     which the chart's extender requires
+   * @param deviceConfigFile the device configuration ({@code --device-config-file})
+   * @param kubeconfig how it reaches the API server ({@code --kubeconfig})
    */
-  public static SchedulerLaunch plan(ReferenceDeployment deployment, Map<String, String> files) {
+  public record SchedulerFiles(Path certFile, Path keyFile, Path clientCaFile, Path deviceConfigFile, Path kubeconfig) {
+    Map<String, String> flags() {
+      Map<String, String> out = new LinkedHashMap<>();
+      out.put("--cert_file", certFile.toString());
+      out.put("--key_file", keyFile.toString());
+      out.put("--client-ca-file", clientCaFile.toString());
+      out.put("--device-config-file", deviceConfigFile.toString());
+      out.put("--kubeconfig", kubeconfig.toString());
+      return out;
+    }
+  }
+
+  /** Plans a run of the deployment's scheduler reading {@code files}. */
+  public static SchedulerLaunch plan(ReferenceDeployment deployment, SchedulerFiles files) {
     int httpPort = freePort();
     int metricsPort = freePort();
     String podName = "vgpu-scheduler-" + HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextInt()).substring(0, 5);
@@ -58,7 +76,7 @@ public final class SchedulerLaunch {
         labPorts.put(declared.get(), port);
       }
     }
-    places.putAll(files);
+    places.putAll(files.flags());
     Map<String, String> env = new LinkedHashMap<>(deployment.scheduler().env());
     deployment.scheduler().fieldEnv().forEach((k, field) -> env.put(k, field.equals("metadata.name") ? podName : ""));
     return new SchedulerLaunch(ReferenceDeployment.withPlaces(deployment.scheduler().args(), places), env, podName, httpPort, metricsPort, Map.copyOf(labPorts));
