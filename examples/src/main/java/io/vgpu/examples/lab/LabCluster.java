@@ -6,15 +6,14 @@ import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.api.model.ResourceQuotaBuilder;
+import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhookConfiguration;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.vgpu.api.SchedulableDevice;
 import io.vgpu.core.DeviceRegistrar;
 import io.vgpu.core.QuotaLimits;
-import io.vgpu.examples.lab.apiserver.AdmissionWebhookCaller;
 import io.vgpu.examples.lab.apiserver.ApiServerStandIn;
 import io.vgpu.examples.lab.components.ComponentProcess;
 import io.vgpu.examples.lab.components.JavaCommand;
-import io.vgpu.examples.lab.components.LabCertificateAuthority;
 import io.vgpu.examples.lab.components.ReferenceDeployment;
 import io.vgpu.examples.lab.components.SchedulerLaunch;
 import io.vgpu.examples.lab.kubelet.CgroupPlacement;
@@ -29,6 +28,7 @@ import io.vgpu.k8s.cli.UnavailableException;
 import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.codec.NodeRegisterCodec;
 import io.vgpu.k8s.config.DeviceConfig;
+import io.vgpu.k8s.pod.PodJson;
 import io.vgpu.k8s.simulate.NodeSpec;
 import io.vgpu.k8s.simulate.Scenario;
 import io.vgpu.k8s.simulate.ScenarioEvent;
@@ -52,7 +52,6 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
-import javax.net.ssl.SSLContext;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.node.ObjectNode;
 import tools.jackson.dataformat.yaml.YAMLMapper;
@@ -71,6 +70,7 @@ public final class LabCluster implements AutoCloseable {
   private final LabHome home;
   private final Scenario scenario;
   private final LabWorkspace workspace;
+  private static final Duration MIN_START_TIMEOUT = Duration.ofSeconds(90);
   private final Duration readyTimeout;
   private final ReferenceDeployment deployment;
   private final JavaCommand java;
@@ -86,8 +86,10 @@ public final class LabCluster implements AutoCloseable {
   private CgroupPlacement cgroups;
   private ContainerRuntime runtime;
   private ComponentProcess scheduler;
+  private List<String> schedulerArgs = List.of();
+  private Map<String, String> schedulerEnv = Map.of();
   private KubeSchedulerStandIn kubeScheduler;
-  private HttpClient tlsHttp;
+  private String webhookName = "";
   private SchedulerLaunch launch;
   private DeviceConfig config;
   private Path deviceConfigFile;
@@ -96,7 +98,8 @@ public final class LabCluster implements AutoCloseable {
     this.home = home;
     this.scenario = scenario;
     this.workspace = workspace;
-    this.readyTimeout = readyTimeout;
+    // A component's JVM start is not settling: on a loaded 2-core machine it alone takes 20 s and more.
+    this.readyTimeout = readyTimeout.compareTo(MIN_START_TIMEOUT) < 0 ? MIN_START_TIMEOUT : readyTimeout;
     this.deployment = ReferenceDeployment.read(home.deployDirectory());
     this.java = new JavaCommand(Optional.of(home.root().resolve("target/lab-cds")));
     this.nodeOrder = scenario.nodes().stream().map(NodeSpec::name).toList();
@@ -148,15 +151,6 @@ public final class LabCluster implements AutoCloseable {
     Path kubeconfig = api.writeKubeconfig(workspace.file("kubeconfig"));
     createObjects();
 
-    LabCertificateAuthority ca = LabCertificateAuthority.create();
-    Path tls = workspace.directory("tls");
-    ca.writeCertificate(tls.resolve("ca.crt"));
-    LabCertificateAuthority.Issued serving =
-        ca.issueServer("vgpu-scheduler", List.of("vgpu-scheduler", "vgpu-scheduler.kube-system", "vgpu-scheduler.kube-system.svc"), tls.resolve("tls.crt"), tls.resolve("tls.key"));
-    LabCertificateAuthority.Issued kubeSchedulerClient = ca.issueClient("system:kube-scheduler", tls.resolve("kube-scheduler.crt"), tls.resolve("kube-scheduler.key"));
-    SSLContext clientTls = ca.clientContext(kubeSchedulerClient);
-    tlsHttp = HttpClient.newBuilder().sslContext(ca.clientContext(null)).version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(2)).build();
-
     deviceConfigFile = workspace.file("config/device-config.yaml");
     writeDeviceConfig(scenario.configWritten().map(JacksonTrees::toJson).orElse(YAML.createObjectNode()));
 
@@ -174,9 +168,10 @@ public final class LabCluster implements AutoCloseable {
       }
     }
 
-    // The chart's extender trusts the CA that signed kube-scheduler's client certificate: here the lab's CA.
-    launch = SchedulerLaunch.plan(deployment, new SchedulerLaunch.SchedulerFiles(serving.certFile(), serving.keyFile(), tls.resolve("ca.crt"), deviceConfigFile, kubeconfig));
-    scheduler = component(SCHEDULER, launch.args(), launch.env());
+    launch = SchedulerLaunch.plan(deployment, workspace, deviceConfigFile, kubeconfig);
+    schedulerArgs = launch.args();
+    schedulerEnv = launch.env();
+    scheduler = component(SCHEDULER, withValues(schedulerArgs, config), schedulerEnv);
 
     for (NodeSpec node : scenario.nodes()) {
       if (!machines.get(node.name()).hasGpus() || !selects(deployment.devicePlugin().nodeSelector(), node.labels())) {
@@ -200,17 +195,19 @@ public final class LabCluster implements AutoCloseable {
       agents.put(node.name(), component("device-plugin/" + node.name(), ReferenceDeployment.withPlaces(deployment.devicePlugin().args(), agentPlaces), env));
     }
 
-    scheduler.start();
     agents.values().forEach(ComponentProcess::start);
+    // The scheduler pod: its init container first, as kubelet runs it — the real `vgpu certificates`
+    // command, run in this JVM (a JVM of its own would only add start-up time) — then the scheduler.
+    launch.runCertificates(kubeconfig, workspace.file("logs/certificates.log"));
+    scheduler.start();
 
     KubeSchedulerConfig kubeSchedulerConfig = KubeSchedulerConfig.of(deployment.schedulerConfiguration());
     URI prefix = kubeSchedulerConfig.extender().urlPrefix();
     int extenderPort = launch.labPort(prefix.getPort() < 0 ? 443 : prefix.getPort(), "the extender's urlPrefix " + prefix);
-    kubeScheduler = new KubeSchedulerStandIn(client, kubeSchedulerConfig, URI.create("https://127.0.0.1:" + extenderPort + prefix.getRawPath()), clientTls, () -> nodeOrder,
-        launch.podName());
+    kubeScheduler = new KubeSchedulerStandIn(client, kubeSchedulerConfig, URI.create("https://127.0.0.1:" + extenderPort + prefix.getRawPath()),
+        launch.kubeSchedulerTls(kubeSchedulerConfig), () -> nodeOrder, launch.podName());
     int webhookPort = deployment.webhookContainerPort();
-    api.admission(new AdmissionWebhookCaller(deployment.webhookConfiguration(), URI.create("https://127.0.0.1:" + launch.labPort(webhookPort, "the webhook's Service port")),
-        ca.clientContext(null)));
+    api.admission(webhookName, URI.create("https://127.0.0.1:" + launch.labPort(webhookPort, "the webhook's Service port")));
 
     awaitSchedulerReady();
     for (String node : agents.keySet()) {
@@ -223,6 +220,19 @@ public final class LabCluster implements AutoCloseable {
     launches.add(launch);
     Path log = workspace.file("logs/" + name.replace('/', '-') + ".log");
     return new ComponentProcess(name, launch.command(), env, log);
+  }
+
+  /**
+   * The scheduler's arguments with the scenario's policies: the chart renders its values
+   * {@code scheduler.defaultSchedulerPolicy.*} into these two flags, which win over the device config, so
+   * a scenario's {@code nodeSchedulerPolicy}/{@code gpuSchedulerPolicy} plays those values.
+   */
+  private static List<String> withValues(List<String> args, DeviceConfig config) {
+    Map<String, String> policies = new LinkedHashMap<>();
+    policies.put("--node-scheduler-policy", config.nodeSchedulerPolicy());
+    policies.put("--gpu-scheduler-policy", config.gpuSchedulerPolicy());
+    policies.keySet().removeIf(flag -> args.stream().noneMatch(a -> a.equals(flag) || a.startsWith(flag + "=")));
+    return ReferenceDeployment.withPlaces(args, policies);
   }
 
   private static boolean selects(Map<String, String> selector, Map<String, String> labels) {
@@ -256,6 +266,12 @@ public final class LabCluster implements AutoCloseable {
               .build();
       client.nodes().resource(node).create();
     }
+    // What the chart installs besides workloads and that the lab's stand-ins read from the API: the
+    // webhook configuration (its caBundle is patched by the scheduler pod's init container).
+    JsonNode webhook = deployment.webhookConfiguration();
+    webhookName = webhook.path("metadata").path("name").asString("");
+    client.admissionRegistration().v1().mutatingWebhookConfigurations()
+        .resource(PodJson.mapper().treeToValue(webhook, MutatingWebhookConfiguration.class)).create();
     scenario.quotas().forEach((ns, limits) -> {
       Map<String, Quantity> hard = new LinkedHashMap<>();
       if (limits.memoryMiB() != QuotaLimits.UNLIMITED) {
@@ -287,24 +303,15 @@ public final class LabCluster implements AutoCloseable {
   }
 
   private boolean schedulerReady() {
-    for (URI uri : List.of(URI.create("http://127.0.0.1:" + launch.metricsPort() + "/readyz"), URI.create("https://127.0.0.1:" + launch.httpPort() + "/readyz"))) {
-      try {
-        HttpClient http = uri.getScheme().equals("https") ? tlsHttp : plainHttp;
-        HttpResponse<String> r = http.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(2)).GET().build(), HttpResponse.BodyHandlers.ofString());
-        if (r.statusCode() == 200) {
-          return true;
-        }
-        if (r.statusCode() == 503) {
-          return false;
-        }
-      } catch (IOException e) {
-        // not listening yet
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return false;
-      }
+    URI readyz = URI.create("http://127.0.0.1:" + launch.metricsPort() + "/readyz");
+    try {
+      return plainHttp.send(HttpRequest.newBuilder(readyz).timeout(Duration.ofSeconds(2)).GET().build(), HttpResponse.BodyHandlers.ofString()).statusCode() == 200;
+    } catch (IOException e) {
+      return false; // not listening yet
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
     }
-    return false;
   }
 
   /**
@@ -374,6 +381,7 @@ public final class LabCluster implements AutoCloseable {
     writeDeviceConfig(written);
     if (schedulerChanged) {
       scheduler.stop();
+      scheduler = component(SCHEDULER, withValues(schedulerArgs, next), schedulerEnv);
       scheduler.start();
     }
     Map<String, Integer> before = new LinkedHashMap<>();

@@ -46,7 +46,7 @@ public final class LabCommand implements Callable<Integer> {
   @Option(names = "--keep", paramLabel = "DIR", description = "Keep every component's log, each container's output and the API objects in DIR.")
   @Nullable Path keep;
 
-  @Option(names = "--settle-timeout", defaultValue = "30s", converter = GoDuration.class, description = "Bound of every wait (default ${DEFAULT-VALUE}).")
+  @Option(names = "--settle-timeout", defaultValue = "30s", converter = GoDuration.class, description = "Bound of every wait (default ${DEFAULT-VALUE}; a component gets at least 90 s to start).")
   Duration settleTimeout;
 
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;

@@ -3,6 +3,7 @@ package io.vgpu.examples.throughput;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.NamespaceBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhookConfiguration;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.vgpu.api.PodGrant;
 import io.vgpu.api.PodRef;
@@ -11,7 +12,6 @@ import io.vgpu.examples.lab.LabWorkspace;
 import io.vgpu.examples.lab.apiserver.ApiServerStandIn;
 import io.vgpu.examples.lab.components.ComponentProcess;
 import io.vgpu.examples.lab.components.JavaCommand;
-import io.vgpu.examples.lab.components.LabCertificateAuthority;
 import io.vgpu.examples.lab.components.ReferenceDeployment;
 import io.vgpu.examples.lab.components.SchedulerLaunch;
 import io.vgpu.examples.lab.kubescheduler.KubeSchedulerConfig;
@@ -19,6 +19,7 @@ import io.vgpu.examples.lab.kubescheduler.KubeSchedulerStandIn;
 import io.vgpu.k8s.cli.UnavailableException;
 import io.vgpu.k8s.config.DeviceConfig;
 import io.vgpu.k8s.config.DeviceConfigReader;
+import io.vgpu.k8s.pod.PodJson;
 import io.vgpu.k8s.pod.PodRefs;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -120,13 +121,11 @@ final class ThroughputRun {
         createAll(client, running.size(), running::get);
       }
 
-      LabCertificateAuthority ca = LabCertificateAuthority.create();
-      Path tls = workspace.directory("tls");
-      LabCertificateAuthority.Issued serving =
-          ca.issueServer("vgpu-scheduler", List.of("vgpu-scheduler", "vgpu-scheduler.kube-system", "vgpu-scheduler.kube-system.svc"), tls.resolve("tls.crt"), tls.resolve("tls.key"));
-      LabCertificateAuthority.Issued kubeSchedulerClient = ca.issueClient("system:kube-scheduler", tls.resolve("kube-scheduler.crt"), tls.resolve("kube-scheduler.key"));
-      ca.writeCertificate(tls.resolve("ca.crt"));
-      SchedulerLaunch launch = SchedulerLaunch.plan(deployment, new SchedulerLaunch.SchedulerFiles(serving.certFile(), serving.keyFile(), tls.resolve("ca.crt"), deviceConfigFile, kubeconfig));
+      SchedulerLaunch launch = SchedulerLaunch.plan(deployment, workspace, deviceConfigFile, kubeconfig);
+      // The scheduler pod's init container fills the caBundle of the chart's webhook configuration: it must exist.
+      client.admissionRegistration().v1().mutatingWebhookConfigurations()
+          .resource(PodJson.mapper().treeToValue(deployment.webhookConfiguration(), MutatingWebhookConfiguration.class)).create();
+      launch.runCertificates(kubeconfig, workspace.file("logs/certificates.log"));
       JavaCommand.Launch command = new JavaCommand(Optional.of(home.root().resolve("target/lab-cds"))).command("info", settings.schedulerJavaOptions(), launch.args());
       ComponentProcess scheduler = new ComponentProcess("scheduler", command.command(), launch.env(), workspace.file("logs/scheduler.log"));
       Thread killer = new Thread(scheduler::kill, "throughput-bench-cleanup");
@@ -137,7 +136,7 @@ final class ThroughputRun {
         URI prefix = kubeSchedulerConfig.extender().urlPrefix();
         int extenderPort = launch.labPort(prefix.getPort() < 0 ? 443 : prefix.getPort(), "the extender's urlPrefix " + prefix);
         try (KubeSchedulerStandIn kubeScheduler =
-            new KubeSchedulerStandIn(client, kubeSchedulerConfig, URI.create("https://127.0.0.1:" + extenderPort + prefix.getRawPath()), ca.clientContext(kubeSchedulerClient),
+            new KubeSchedulerStandIn(client, kubeSchedulerConfig, URI.create("https://127.0.0.1:" + extenderPort + prefix.getRawPath()), launch.kubeSchedulerTls(kubeSchedulerConfig),
                 () -> nodeOrder, launch.podName(), KubeSchedulerStandIn.BindingCycle.parallel(settings.bindsInFlight(), recorder))) {
           // The scheduler leads once it sees kube-scheduler's Lease held by its own pod.
           awaitReady(scheduler, launch.metricsPort());

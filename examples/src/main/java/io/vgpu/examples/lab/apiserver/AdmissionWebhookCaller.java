@@ -1,5 +1,15 @@
 package io.vgpu.examples.lab.apiserver;
 
+import dev.cel.common.CelAbstractSyntaxTree;
+import dev.cel.common.CelValidationException;
+import dev.cel.common.types.SimpleType;
+import dev.cel.compiler.CelCompiler;
+import dev.cel.compiler.CelCompilerFactory;
+import dev.cel.parser.CelStandardMacro;
+import dev.cel.runtime.CelEvaluationException;
+import dev.cel.runtime.CelRuntime;
+import dev.cel.runtime.CelRuntimeFactory;
+import io.vgpu.examples.lab.components.TlsContexts;
 import io.vgpu.k8s.pod.PodJson;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -9,8 +19,11 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Base64;
 import java.util.Map;
+import java.util.Optional;
 import java.util.UUID;
-import javax.net.ssl.SSLContext;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 import tools.jackson.databind.node.ArrayNode;
@@ -18,16 +31,22 @@ import tools.jackson.databind.node.ObjectNode;
 
 /**
  * Calls the mutating webhooks of a {@code MutatingWebhookConfiguration} on pod creation as the API
- * server does: the webhook's rules, namespace and object selectors, its first supported
- * AdmissionReview version, its timeout and failure policy, and its JSON Patch applied to the pod.
- * Only {@code clientConfig.service} is mapped to a place: the lab's address of the scheduler.
+ * server does: the configuration as it is stored now (its {@code caBundle} patched by whoever made the
+ * serving certificate), the webhook's rules, namespace and object selectors and CEL match conditions,
+ * its first supported AdmissionReview version, its timeout and failure policy, and its JSON Patch applied
+ * to the pod. Only {@code clientConfig.service} is mapped to a place: the lab's address of the scheduler.
  */
 public final class AdmissionWebhookCaller {
   private static final JsonMapper JSON = PodJson.mapper();
+  private static final CelCompiler CEL =
+      CelCompilerFactory.standardCelCompilerBuilder().setStandardMacros(CelStandardMacro.STANDARD_MACROS).addVar("object", SimpleType.DYN).build();
+  private static final CelRuntime CEL_RUNTIME = CelRuntimeFactory.standardCelRuntimeBuilder().build();
 
-  private final JsonNode configuration;
+  private final String name;
+  private final Supplier<@Nullable JsonNode> stored;
   private final URI serviceBase;
-  private final HttpClient http;
+  private final Map<String, HttpClient> byBundle = new ConcurrentHashMap<>();
+  private final Map<String, CelRuntime.Program> conditions = new ConcurrentHashMap<>();
 
   /**
    * The outcome of admission.
@@ -41,14 +60,15 @@ public final class AdmissionWebhookCaller {
   /**
    * A caller.
    *
-   * @param configuration the {@code MutatingWebhookConfiguration}
-   * @param serviceBase where the webhook's Service is reached in the lab, e.g. {@code https://127.0.0.1:40123}
-   * @param tls a context trusting the webhook's serving certificate (the configuration's caBundle)
+   * @param name the {@code MutatingWebhookConfiguration}'s name (for messages)
+   * @param stored the configuration as stored now, read at every call; null when there is none. The
+   *     API server's own store, not a request to it: a webhook call runs inside the request that creates the pod
+   * @param serviceBase where the webhooks' Service is reached in the lab, e.g. {@code https://127.0.0.1:40123}
    */
-  public AdmissionWebhookCaller(JsonNode configuration, URI serviceBase, SSLContext tls) {
-    this.configuration = configuration;
+  public AdmissionWebhookCaller(String name, Supplier<@Nullable JsonNode> stored, URI serviceBase) {
+    this.name = name;
+    this.stored = stored;
     this.serviceBase = serviceBase;
-    this.http = HttpClient.newBuilder().sslContext(tls).version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
   }
 
   /**
@@ -58,18 +78,22 @@ public final class AdmissionWebhookCaller {
    * @param namespaceLabels the labels of the pod's namespace
    */
   public Outcome admitCreate(JsonNode pod, Map<String, String> namespaceLabels) {
+    JsonNode configuration = stored.get();
+    if (configuration == null) {
+      return new Outcome(true, pod, "");
+    }
     JsonNode current = pod;
     for (JsonNode webhook : configuration.path("webhooks")) {
-      if (!matches(webhook, current, namespaceLabels)) {
-        continue;
-      }
-      String name = webhook.path("name").asString("");
+      String webhookName = webhook.path("name").asString("");
       String policy = webhook.path("failurePolicy").asString("Fail");
       try {
+        if (!matches(webhook, current, namespaceLabels)) {
+          continue;
+        }
         JsonNode response = call(webhook, current);
         if (!response.path("allowed").asBoolean(false)) {
           String message = response.path("status").path("message").asString("");
-          return new Outcome(false, current, "admission webhook \"" + name + "\" denied the request" + (message.isEmpty() ? "" : ": " + message));
+          return new Outcome(false, current, "admission webhook \"" + webhookName + "\" denied the request" + (message.isEmpty() ? "" : ": " + message));
         }
         String patch = response.path("patch").asString("");
         if (!patch.isEmpty()) {
@@ -80,13 +104,13 @@ public final class AdmissionWebhookCaller {
         if (policy.equals("Ignore")) {
           continue;
         }
-        return new Outcome(false, current, "Internal error occurred: failed calling webhook \"" + name + "\": " + oneLine(e));
+        return new Outcome(false, current, "Internal error occurred: failed calling webhook \"" + webhookName + "\": " + oneLine(e));
       }
     }
     return new Outcome(true, current, "");
   }
 
-  private boolean matches(JsonNode webhook, JsonNode pod, Map<String, String> namespaceLabels) {
+  private boolean matches(JsonNode webhook, JsonNode pod, Map<String, String> namespaceLabels) throws CelValidationException, CelEvaluationException {
     boolean ruleMatches = false;
     for (JsonNode rule : webhook.path("rules")) {
       if (contains(rule.path("operations"), "CREATE") && contains(rule.path("apiGroups"), "") && contains(rule.path("apiVersions"), "v1")
@@ -98,8 +122,29 @@ public final class AdmissionWebhookCaller {
       return false;
     }
     Map<String, String> podLabels = JSON.convertValue(pod.path("metadata").path("labels"), JSON.getTypeFactory().constructMapType(Map.class, String.class, String.class));
-    return LabelSelectors.matches(webhook.path("namespaceSelector"), namespaceLabels)
-        && LabelSelectors.matches(webhook.path("objectSelector"), podLabels == null ? Map.of() : podLabels);
+    if (!LabelSelectors.matches(webhook.path("namespaceSelector"), namespaceLabels)
+        || !LabelSelectors.matches(webhook.path("objectSelector"), podLabels == null ? Map.of() : podLabels)) {
+      return false;
+    }
+    // Match conditions: all must hold; the object is the pod as the API server would pass it.
+    Object object = JSON.convertValue(pod, Object.class);
+    for (JsonNode condition : webhook.path("matchConditions")) {
+      CelRuntime.Program program = program(condition.path("expression").asString(""));
+      if (!Boolean.TRUE.equals(program.eval(Map.of("object", object)))) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private CelRuntime.Program program(String expression) throws CelValidationException, CelEvaluationException {
+    CelRuntime.Program cached = conditions.get(expression);
+    if (cached == null) {
+      CelAbstractSyntaxTree ast = CEL.compile(expression).getAst();
+      cached = CEL_RUNTIME.createProgram(ast);
+      conditions.put(expression, cached);
+    }
+    return cached;
   }
 
   private static boolean contains(JsonNode list, String value) {
@@ -109,6 +154,21 @@ public final class AdmissionWebhookCaller {
       }
     }
     return false;
+  }
+
+  /** An HTTP client trusting exactly the webhook's caBundle, as the API server does. */
+  private HttpClient http(JsonNode webhook) throws Exception {
+    String bundle = webhook.path("clientConfig").path("caBundle").asString("");
+    HttpClient cached = byBundle.get(bundle);
+    if (cached == null) {
+      cached = HttpClient.newBuilder()
+          .sslContext(TlsContexts.client(TlsContexts.caBundle(bundle, "the caBundle of " + name), Optional.empty()))
+          .version(HttpClient.Version.HTTP_1_1)
+          .connectTimeout(Duration.ofSeconds(5))
+          .build();
+      byBundle.put(bundle, cached);
+    }
+    return cached;
   }
 
   private JsonNode call(JsonNode webhook, JsonNode pod) throws Exception {
@@ -143,7 +203,7 @@ public final class AdmissionWebhookCaller {
             .header("Content-Type", "application/json")
             .POST(HttpRequest.BodyPublishers.ofString(JSON.writeValueAsString(review)))
             .build();
-    HttpResponse<String> response = http.send(post, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+    HttpResponse<String> response = http(webhook).send(post, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
     if (response.statusCode() != 200) {
       throw new IllegalStateException("the server responded with HTTP " + response.statusCode());
     }

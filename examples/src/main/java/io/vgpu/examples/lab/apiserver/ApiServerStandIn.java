@@ -10,6 +10,7 @@ import io.fabric8.mockwebserver.MockWebServer;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
+import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -47,9 +48,12 @@ public final class ApiServerStandIn implements AutoCloseable {
     return "http://127.0.0.1:" + server.getPort();
   }
 
-  /** Installs the mutating webhook called on pod creation. */
-  public void admission(AdmissionWebhookCaller caller) {
-    dispatcher.admission(caller);
+  /**
+   * Calls the webhooks of a stored {@code MutatingWebhookConfiguration} on every pod creation, its
+   * {@code clientConfig.service} reached at {@code serviceBase}.
+   */
+  public void admission(String configurationName, URI serviceBase) {
+    dispatcher.admission(configurationName, serviceBase);
   }
 
   /** A client of this server (for the lab's own stand-ins). */

@@ -46,9 +46,16 @@ final class LabApiDispatcher extends Dispatcher {
   private final AtomicReference<@Nullable AdmissionWebhookCaller> admission = new AtomicReference<>();
   private final Object bindingLock = new Object();
 
-  /** Installs the webhook the API server calls on pod creation (until then pods are admitted as sent). */
-  void admission(AdmissionWebhookCaller caller) {
-    admission.set(caller);
+  /**
+   * Calls the webhooks of the named {@code MutatingWebhookConfiguration}, as stored at each pod creation,
+   * on pod creation (until then pods are admitted as sent).
+   */
+  void admission(String configurationName, URI serviceBase) {
+    String path = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/" + configurationName;
+    admission.set(new AdmissionWebhookCaller(configurationName, () -> {
+      MockResponse response = crud.handleGet(path);
+      return response.code() == 200 ? JSON.readTree(response.getBody().getBytes()) : null;
+    }, serviceBase));
   }
 
   @Override
@@ -79,7 +86,8 @@ final class LabApiDispatcher extends Dispatcher {
         }
       }
       return crud.dispatch(request);
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | LinkageError e) {
+      // a stand-in's own failure: one line in the response, as the API server answers an internal error
       return status(500, "InternalError", "the lab's API server failed on " + request.getRequestLine() + ": " + e);
     }
   }

@@ -27,6 +27,8 @@ public final class ReferenceDeployment {
   public static final String SCHEDULER_CONTAINER = "vgpu-scheduler-extender";
   /** The scheduler Deployment's init container, {@code vgpu certificates}. */
   public static final String CERTIFICATES_CONTAINER = "certificates";
+  /** The scheduler Deployment's kube-scheduler container. */
+  public static final String KUBE_SCHEDULER_CONTAINER = "kube-scheduler";
   /** The node agent DaemonSet's {@code vgpu device-plugin} container. */
   public static final String DEVICE_PLUGIN_CONTAINER = "device-plugin";
 
@@ -44,6 +46,7 @@ public final class ReferenceDeployment {
   private final JsonNode schedulerWorkload;
   private final Container scheduler;
   private final Container certificates;
+  private final Container kubeScheduler;
   private final Container devicePlugin;
   private final JsonNode schedulerConfig;
   private final JsonNode webhookConfig;
@@ -55,8 +58,42 @@ public final class ReferenceDeployment {
    * @param env its literal environment variables (those set from the downward API are in {@code fieldEnv})
    * @param fieldEnv variables set from the downward API: name to field path (e.g. {@code metadata.name})
    * @param nodeSelector the pod template's node selector (which nodes a DaemonSet runs on)
+   * @param mounts its volume mounts: mount path to the pod volume's name
    */
-  public record Container(List<String> args, Map<String, String> env, Map<String, String> fieldEnv, Map<String, String> nodeSelector) {}
+  public record Container(List<String> args, Map<String, String> env, Map<String, String> fieldEnv, Map<String, String> nodeSelector, Map<String, String> mounts) {
+    /**
+     * Each argument whose value lies in a mounted volume, with that value moved to where the volume is
+     * on this machine ({@code --cert_file=/tls/tls.crt} with volume {@code tls} at {@code /lab/tls}
+     * becomes {@code --cert_file=/lab/tls/tls.crt}); a volume {@code where} does not place stays put.
+     *
+     * @param where the directory of each volume of the pod, by volume name
+     */
+    public List<String> argsWithVolumes(Map<String, Path> where) {
+      List<String> out = new ArrayList<>();
+      for (String arg : args) {
+        int eq = arg.indexOf('=');
+        out.add(eq < 0 ? arg : arg.substring(0, eq + 1) + inVolume(arg.substring(eq + 1), where));
+      }
+      return out;
+    }
+
+    /** A path in this container, moved to where its volume is on this machine (unchanged if it lies in none placed). */
+    public String inVolume(String path, Map<String, Path> where) {
+      String best = null;
+      for (String mountPath : mounts.keySet()) {
+        boolean under = path.equals(mountPath) || path.startsWith(mountPath.endsWith("/") ? mountPath : mountPath + "/");
+        if (under && where.containsKey(mounts.get(mountPath)) && (best == null || mountPath.length() > best.length())) {
+          best = mountPath;
+        }
+      }
+      if (best == null) {
+        return path;
+      }
+      String rest = path.substring(best.length()).replaceFirst("^/", "");
+      Path dir = where.get(mounts.get(best));
+      return rest.isEmpty() ? dir.toString() : dir.resolve(rest).toString();
+    }
+  }
 
   private ReferenceDeployment(Path directory) {
     this.directory = directory;
@@ -64,6 +101,7 @@ public final class ReferenceDeployment {
     this.schedulerWorkload = workload("Deployment", SCHEDULER_CONTAINER);
     this.scheduler = container(schedulerWorkload, SCHEDULER_CONTAINER);
     this.certificates = container(schedulerWorkload, CERTIFICATES_CONTAINER);
+    this.kubeScheduler = container(schedulerWorkload, KUBE_SCHEDULER_CONTAINER);
     this.devicePlugin = container(workload("DaemonSet", DEVICE_PLUGIN_CONTAINER), DEVICE_PLUGIN_CONTAINER);
     this.schedulerConfig = kubeSchedulerConfiguration();
     this.webhookConfig = objects.stream().filter(o -> kind(o).equals("MutatingWebhookConfiguration")).findFirst()
@@ -87,6 +125,25 @@ public final class ReferenceDeployment {
   /** The scheduler pod's init container, {@code vgpu certificates}, which writes the certificates the scheduler and kube-scheduler read. */
   public Container certificates() {
     return certificates;
+  }
+
+  /** The scheduler pod's kube-scheduler container (its volume mounts place the files its configuration names). */
+  public Container kubeScheduler() {
+    return kubeScheduler;
+  }
+
+  /**
+   * The scheduler pod's volumes that are ConfigMaps: volume name to ConfigMap name (the lab writes their
+   * files itself: the device config it runs with).
+   */
+  public Map<String, String> schedulerConfigMapVolumes() {
+    Map<String, String> out = new LinkedHashMap<>();
+    schedulerWorkload.path("spec").path("template").path("spec").path("volumes").forEach(v -> {
+      if (v.has("configMap")) {
+        out.put(v.path("name").asString(""), v.path("configMap").path("name").asString(""));
+      }
+    });
+    return out;
   }
 
   /** The node agent's {@code vgpu device-plugin} container. */
@@ -244,12 +301,12 @@ public final class ReferenceDeployment {
           env.put(key, e.path("value").asString(""));
         }
       }
-      if (args.isEmpty()) {
-        throw new UnavailableException("the reference deployment's container " + name + " of " + workload.path("metadata").path("name").asString("") + " has no args");
-      }
+
       Map<String, String> nodeSelector = new LinkedHashMap<>();
       workload.path("spec").path("template").path("spec").path("nodeSelector").properties().forEach(n -> nodeSelector.put(n.getKey(), n.getValue().asString("")));
-      return new Container(List.copyOf(args), env, fieldEnv, nodeSelector);
+      Map<String, String> mounts = new LinkedHashMap<>();
+      c.path("volumeMounts").forEach(m -> mounts.put(m.path("mountPath").asString(""), m.path("name").asString("")));
+      return new Container(List.copyOf(args), env, fieldEnv, nodeSelector, mounts);
     }
     throw new UnavailableException("the reference deployment's " + workload.path("metadata").path("name").asString("") + " has no container named " + name);
   }

@@ -7,10 +7,16 @@ import io.fabric8.kubernetes.api.model.Binding;
 import io.fabric8.kubernetes.api.model.BindingBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.api.model.Quantity;
+import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhookConfiguration;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.Watcher;
 import io.fabric8.kubernetes.client.WatcherException;
+import io.fabric8.kubernetes.client.utils.Serialization;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -90,5 +96,32 @@ class ApiServerStandInTest {
       watch.close();
     }
     assertThat(List.of()).isEmpty();
+  }
+
+  /**
+   * The chart's webhook configuration, stored as the API server stores it, decides per pod: its CEL match
+   * condition leaves a pod without vgpu resources alone (created as sent, the webhook never called), and a
+   * pod asking for nvidia.com/gpu goes to the webhook — here a port nothing listens on, so the chart's
+   * failurePolicy Fail refuses it as kube-apiserver would.
+   */
+  @Test
+  void theChartsWebhookConfigurationIsFollowedAsStored() throws Exception {
+    MutatingWebhookConfiguration chart;
+    try (var in = Files.newInputStream(Path.of("deploy/scheduler-webhook.yaml"))) {
+      chart = Serialization.unmarshal(in, MutatingWebhookConfiguration.class);
+    }
+    client.admissionRegistration().v1().mutatingWebhookConfigurations().resource(chart).create();
+    api.admission(chart.getMetadata().getName(), URI.create("https://127.0.0.1:1"));
+
+    Pod plain = create("plain");
+    assertThat(plain.getMetadata().getName()).isEqualTo("plain");
+    assertThat(plain.getSpec().getSchedulerName()).isNull();
+
+    Pod wantsGpu = new PodBuilder().withNewMetadata().withName("gpu").endMetadata().withNewSpec().addNewContainer().withName("c").withImage("i")
+        .withNewResources().addToLimits("nvidia.com/gpu", new Quantity("1")).endResources().endContainer().endSpec().build();
+    assertThatThrownBy(() -> client.pods().inNamespace("default").resource(wantsGpu).create())
+        .isInstanceOf(KubernetesClientException.class)
+        .hasMessageContaining("failed calling webhook \"vgpu.hami.io\"");
+    assertThat(client.pods().inNamespace("default").withName("gpu").get()).isNull();
   }
 }
