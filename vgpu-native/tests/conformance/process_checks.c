@@ -61,14 +61,45 @@ static void *race_thread(void *argument) {
     return NULL;
 }
 
+/* The race starts once every worker holds its context: a context costs memory under the limit, so a
+ * worker still creating its own after the others began could be refused (and was, on a loaded CI
+ * machine, with a fixed start time). Each worker says it is ready with a file; the check then writes
+ * the start time for all. */
+static char *race_file(char *buffer, size_t size, const char *name) {
+    snprintf(buffer, size, "%s/%s", getenv("VGPU_TEST_DIR"), name);
+    return buffer;
+}
+
+static uint64_t await_race_start(void) {
+    char ready[700], go[700];
+    snprintf(ready, sizeof ready, "%s/race-ready-%d", getenv("VGPU_TEST_DIR"), (int)getpid());
+    int fd = open(ready, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return 0;
+    close(fd);
+    race_file(go, sizeof go, "race-go");
+    for (uint64_t deadline = vgpu_now_ns() + 60000000000ULL; vgpu_now_ns() < deadline;) {
+        FILE *file = fopen(go, "r");
+        unsigned long long start = 0;
+        if (file != NULL) {
+            int read = fscanf(file, "%llu", &start);
+            fclose(file);
+            if (read == 1 && start != 0) return start;
+        }
+        vgpu_sleep_until_ns(vgpu_now_ns() + 5000000ULL);
+    }
+    return 0;
+}
+
 int role_race_worker(int argc, char **argv) {
-    EXPECT(argc >= 3, "race worker needs a start time");
+    (void)argc, (void)argv;
     CUcontext context;
     if (setup_primary_context(&context)) return 1;
+    uint64_t start_ns = await_race_start();
+    EXPECT(start_ns != 0, "the check gave the start within 60 s");
     struct race_thread threads[RACE_THREADS];
     pthread_t ids[RACE_THREADS];
     for (int i = 0; i < RACE_THREADS; i++) {
-        threads[i] = (struct race_thread){.context = context, .start_ns = strtoull(argv[2], NULL, 10),
+        threads[i] = (struct race_thread){.context = context, .start_ns = start_ns,
                                           .seed = (unsigned)(getpid() * 31 + i)};
         pthread_create(&ids[i], NULL, race_thread, &threads[i]);
     }
@@ -91,10 +122,27 @@ int role_race_worker(int argc, char **argv) {
 int check_race(int argc, char **argv) {
     (void)argc, (void)argv;
     uint64_t limit = env_bytes("CUDA_DEVICE_MEMORY_LIMIT");
-    char start[32];
-    snprintf(start, sizeof start, "%llu", (unsigned long long)(vgpu_now_ns() + 600000000ULL));
     pid_t workers[RACE_PROCESSES];
-    for (int i = 0; i < RACE_PROCESSES; i++) workers[i] = spawn_self("race-worker", start);
+    for (int i = 0; i < RACE_PROCESSES; i++) workers[i] = spawn_self("race-worker", NULL);
+    /* Every worker ready (its context made), then one start time for all, a little ahead. */
+    char path[700], go[700];
+    int ready = 0;
+    for (uint64_t deadline = vgpu_now_ns() + 60000000000ULL; ready < RACE_PROCESSES && vgpu_now_ns() < deadline;) {
+        ready = 0;
+        for (int i = 0; i < RACE_PROCESSES; i++) {
+            snprintf(path, sizeof path, "%s/race-ready-%d", getenv("VGPU_TEST_DIR"), (int)workers[i]);
+            ready += access(path, F_OK) == 0;
+        }
+        if (ready < RACE_PROCESSES) vgpu_sleep_until_ns(vgpu_now_ns() + 5000000ULL);
+    }
+    EXPECT(ready == RACE_PROCESSES, "only %d of %d workers made their context within 60 s", ready, RACE_PROCESSES);
+    char temporary[720];
+    snprintf(temporary, sizeof temporary, "%s.new", race_file(go, sizeof go, "race-go"));
+    FILE *start = fopen(temporary, "w");
+    EXPECT(start != NULL, "start file writable");
+    fprintf(start, "%llu\n", (unsigned long long)(vgpu_now_ns() + 200000000ULL));
+    fclose(start);
+    EXPECT(rename(temporary, go) == 0, "start file published");
     int failed_workers = 0;
     for (int i = 0; i < RACE_PROCESSES; i++) failed_workers += wait_child(workers[i]) != 0;
     EXPECT(failed_workers == 0, "%d worker(s) failed", failed_workers);
