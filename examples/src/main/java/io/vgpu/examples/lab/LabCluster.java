@@ -14,8 +14,8 @@ import io.vgpu.core.QuotaLimits;
 import io.vgpu.examples.lab.apiserver.ApiServerStandIn;
 import io.vgpu.examples.lab.components.ComponentProcess;
 import io.vgpu.examples.lab.components.JavaCommand;
-import io.vgpu.examples.lab.components.TlsContexts;
 import io.vgpu.examples.lab.components.ReferenceDeployment;
+import io.vgpu.examples.lab.components.SchedulerLaunch;
 import io.vgpu.examples.lab.kubelet.CgroupPlacement;
 import io.vgpu.examples.lab.kubelet.ContainerRuntime;
 import io.vgpu.examples.lab.kubelet.KubeletStandIn;
@@ -25,8 +25,6 @@ import io.vgpu.examples.lab.kubescheduler.KubeSchedulerConfig;
 import io.vgpu.examples.lab.kubescheduler.KubeSchedulerStandIn;
 import io.vgpu.examples.lab.report.PrometheusText;
 import io.vgpu.k8s.cli.UnavailableException;
-import io.vgpu.k8s.cli.Vgpu;
-import io.vgpu.k8s.server.PemCredentials;
 import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.codec.NodeRegisterCodec;
 import io.vgpu.k8s.config.DeviceConfig;
@@ -36,32 +34,24 @@ import io.vgpu.k8s.simulate.Scenario;
 import io.vgpu.k8s.simulate.ScenarioEvent;
 import io.vgpu.k8s.yaml.JacksonTrees;
 import java.io.IOException;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.io.UncheckedIOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.cert.X509Certificate;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
-import javax.net.ssl.SSLContext;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.node.ObjectNode;
 import tools.jackson.dataformat.yaml.YAMLMapper;
@@ -100,9 +90,7 @@ public final class LabCluster implements AutoCloseable {
   private Map<String, String> schedulerEnv = Map.of();
   private KubeSchedulerStandIn kubeScheduler;
   private String webhookName = "";
-  private int schedulerPort;
-  private int schedulerMetricsPort;
-  private String schedulerPodName;
+  private SchedulerLaunch launch;
   private DeviceConfig config;
   private Path deviceConfigFile;
 
@@ -163,11 +151,6 @@ public final class LabCluster implements AutoCloseable {
     Path kubeconfig = api.writeKubeconfig(workspace.file("kubeconfig"));
     createObjects();
 
-    // The scheduler pod's volumes that hold what its containers share (certificates): directories of the run.
-    Map<String, Path> podVolumes = new LinkedHashMap<>();
-    for (String volume : List.of("tls", "client-tls", "tmp")) {
-      podVolumes.put(volume, workspace.directory("pods/scheduler/volumes/" + volume));
-    }
     deviceConfigFile = workspace.file("config/device-config.yaml");
     writeDeviceConfig(scenario.configWritten().map(JacksonTrees::toJson).orElse(YAML.createObjectNode()));
 
@@ -185,36 +168,16 @@ public final class LabCluster implements AutoCloseable {
       }
     }
 
-    schedulerPort = freePort();
-    schedulerMetricsPort = freePort();
-    schedulerPodName = "vgpu-scheduler-" + HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextInt()).substring(0, 5);
-    Map<String, String> places = new LinkedHashMap<>();
-    // Each listener the manifest binds gets a free loopback port; a port the manifest names (the
-    // extender's urlPrefix, the webhook Service's port) is then reached at the lab port of the listener
-    // the manifest bound to it.
-    places.put("--http_bind", "127.0.0.1:" + schedulerPort);
-    places.put("--metrics-bind-address", "127.0.0.1:" + schedulerMetricsPort);
-    Map<Integer, Integer> labPorts = new LinkedHashMap<>();
-    for (String flag : List.of("--http_bind", "--extender-bind-address")) {
-      Optional<Integer> declared = flagPort(deployment.scheduler().args(), flag);
-      if (declared.isPresent()) {
-        int port = flag.equals("--http_bind") ? schedulerPort : freePort();
-        places.put(flag, "127.0.0.1:" + port);
-        labPorts.put(declared.get(), port);
-      }
-    }
-    places.put("--device-config-file", deviceConfigFile.toString());
-    places.put("--kubeconfig", kubeconfig.toString());
-    schedulerEnv = new LinkedHashMap<>(deployment.scheduler().env());
-    deployment.scheduler().fieldEnv().forEach((k, field) -> schedulerEnv.put(k, field.equals("metadata.name") ? schedulerPodName : ""));
-    schedulerArgs = ReferenceDeployment.withPlaces(deployment.scheduler().argsWithVolumes(podVolumes), places);
+    launch = SchedulerLaunch.plan(deployment, workspace, deviceConfigFile, kubeconfig);
+    schedulerArgs = launch.args();
+    schedulerEnv = launch.env();
     scheduler = component(SCHEDULER, withValues(schedulerArgs, config), schedulerEnv);
 
     for (NodeSpec node : scenario.nodes()) {
       if (!machines.get(node.name()).hasGpus() || !selects(deployment.devicePlugin().nodeSelector(), node.labels())) {
         continue;
       }
-      int metrics = freePort();
+      int metrics = SchedulerLaunch.freePort();
       agentMetricsPorts.put(node.name(), metrics);
       Map<String, String> agentPlaces = new LinkedHashMap<>();
       agentPlaces.put("--device-config-file", deviceConfigFile.toString());
@@ -235,60 +198,20 @@ public final class LabCluster implements AutoCloseable {
     agents.values().forEach(ComponentProcess::start);
     // The scheduler pod: its init container first, as kubelet runs it — the real `vgpu certificates`
     // command, run in this JVM (a JVM of its own would only add start-up time) — then the scheduler.
-    runCertificates(podVolumes, kubeconfig);
+    launch.runCertificates(kubeconfig, workspace.file("logs/certificates.log"));
     scheduler.start();
 
     KubeSchedulerConfig kubeSchedulerConfig = KubeSchedulerConfig.of(deployment.schedulerConfiguration());
     URI prefix = kubeSchedulerConfig.extender().urlPrefix();
-    int extenderPort = labPort(labPorts, prefix.getPort() < 0 ? 443 : prefix.getPort(), "the extender's urlPrefix " + prefix);
+    int extenderPort = launch.labPort(prefix.getPort() < 0 ? 443 : prefix.getPort(), "the extender's urlPrefix " + prefix);
     kubeScheduler = new KubeSchedulerStandIn(client, kubeSchedulerConfig, URI.create("https://127.0.0.1:" + extenderPort + prefix.getRawPath()),
-        kubeSchedulerTls(kubeSchedulerConfig, podVolumes), () -> nodeOrder, schedulerPodName);
+        launch.kubeSchedulerTls(kubeSchedulerConfig), () -> nodeOrder, launch.podName());
     int webhookPort = deployment.webhookContainerPort();
-    api.admission(webhookName, URI.create("https://127.0.0.1:" + labPort(labPorts, webhookPort, "the webhook's Service port")));
+    api.admission(webhookName, URI.create("https://127.0.0.1:" + launch.labPort(webhookPort, "the webhook's Service port")));
 
     awaitSchedulerReady();
     for (String node : agents.keySet()) {
       awaitAgentReady(node, -1);
-    }
-  }
-
-  /**
-   * The scheduler pod's init container: makes the serving certificate (kept in a Secret, its CA patched
-   * into the webhook's caBundle) and kube-scheduler's client certificate, into the pod's volumes.
-   */
-  private void runCertificates(Map<String, Path> podVolumes, Path kubeconfig) {
-    List<String> args = ReferenceDeployment.withPlaces(deployment.certificates().argsWithVolumes(podVolumes), Map.of("--kubeconfig", kubeconfig.toString()));
-    Path log = workspace.file("logs/certificates.log");
-    StringWriter output = new StringWriter();
-    int code;
-    try (PrintWriter out = new PrintWriter(output)) {
-      code = Vgpu.run(args.toArray(String[]::new), out, out);
-    }
-    try {
-      Files.writeString(log, String.join(" ", args) + "\n" + output);
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot write " + log, e);
-    }
-    if (code != 0) {
-      throw new UnavailableException("the scheduler pod's init container (vgpu certificates) failed with exit code " + code + ": "
-          + output.toString().lines().findFirst().orElse("") + " (log: " + log + ")");
-    }
-  }
-
-  /** kube-scheduler's TLS to the extender, from the files its configuration names in its container's volumes. */
-  private SSLContext kubeSchedulerTls(KubeSchedulerConfig config, Map<String, Path> podVolumes) {
-    ReferenceDeployment.Container container = deployment.kubeScheduler();
-    KubeSchedulerConfig.Extender extender = config.extender();
-    try {
-      List<X509Certificate> trusted =
-          extender.caFile().isEmpty() ? List.of() : TlsContexts.certificates(Path.of(container.inVolume(extender.caFile(), podVolumes)));
-      Optional<PemCredentials> client =
-          extender.certFile().isEmpty()
-              ? Optional.empty()
-              : Optional.of(PemCredentials.read(Path.of(container.inVolume(extender.certFile(), podVolumes)), Path.of(container.inVolume(extender.keyFile(), podVolumes))));
-      return TlsContexts.client(trusted, client);
-    } catch (IOException e) {
-      throw new UnavailableException("kube-scheduler cannot read the certificates its configuration names: " + e.getMessage());
     }
   }
 
@@ -312,40 +235,8 @@ public final class LabCluster implements AutoCloseable {
     return ReferenceDeployment.withPlaces(args, policies);
   }
 
-  /** The port a {@code --flag=host:port} argument binds, if the manifest passes the flag. */
-  private static Optional<Integer> flagPort(List<String> args, String flag) {
-    for (String arg : args) {
-      if (arg.startsWith(flag + "=")) {
-        String value = arg.substring(flag.length() + 1);
-        int colon = value.lastIndexOf(':');
-        try {
-          return Optional.of(Integer.parseInt(value.substring(colon + 1)));
-        } catch (NumberFormatException e) {
-          return Optional.empty();
-        }
-      }
-    }
-    return Optional.empty();
-  }
-
-  private static int labPort(Map<Integer, Integer> labPorts, int declared, String what) {
-    Integer port = labPorts.get(declared);
-    if (port == null) {
-      throw new UnavailableException(what + " names port " + declared + ", which no listener of the reference deployment's scheduler binds");
-    }
-    return port;
-  }
-
   private static boolean selects(Map<String, String> selector, Map<String, String> labels) {
     return selector.entrySet().stream().allMatch(e -> e.getValue().equals(labels.get(e.getKey())));
-  }
-
-  private static int freePort() {
-    try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-      return socket.getLocalPort();
-    } catch (IOException e) {
-      throw new UncheckedIOException("no free port", e);
-    }
   }
 
   // --- API objects
@@ -412,7 +303,7 @@ public final class LabCluster implements AutoCloseable {
   }
 
   private boolean schedulerReady() {
-    URI readyz = URI.create("http://127.0.0.1:" + schedulerMetricsPort + "/readyz");
+    URI readyz = URI.create("http://127.0.0.1:" + launch.metricsPort() + "/readyz");
     try {
       return plainHttp.send(HttpRequest.newBuilder(readyz).timeout(Duration.ofSeconds(2)).GET().build(), HttpResponse.BodyHandlers.ofString()).statusCode() == 200;
     } catch (IOException e) {
@@ -508,7 +399,7 @@ public final class LabCluster implements AutoCloseable {
   /** Every component's metrics now: {@code scheduler}, and {@code nodes} by node name. */
   public ObjectNode scrape() {
     ObjectNode out = YAML.createObjectNode();
-    out.set("scheduler", metrics(schedulerMetricsPort));
+    out.set("scheduler", metrics(launch.metricsPort()));
     ObjectNode nodes = out.putObject("nodes");
     agentMetricsPorts.forEach((node, port) -> nodes.set(node, metrics(port)));
     return out;

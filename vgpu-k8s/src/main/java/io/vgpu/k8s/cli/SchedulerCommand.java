@@ -64,7 +64,7 @@ public final class SchedulerCommand implements Callable<Integer> {
   @Option(names = "--node-lock-timeout", defaultValue = "5m", converter = GoDuration.class, description = "Node lock expiry (default ${DEFAULT-VALUE}).")
   Duration nodeLockTimeout;
 
-  @Option(names = "--node-lock-retry-timeout", defaultValue = "28s", converter = GoDuration.class, description = "How long PodGroup members retry a contended node lock (default ${DEFAULT-VALUE}).")
+  @Option(names = "--node-lock-retry-timeout", defaultValue = "28s", converter = GoDuration.class, description = "How long a bind waits for a contended node lock before it fails and kube-scheduler retries the pod (default ${DEFAULT-VALUE}).")
   Duration nodeLockRetryTimeout;
 
   @Option(names = "--leader-elect", description = "Lead while kube-scheduler's Lease names this pod.")

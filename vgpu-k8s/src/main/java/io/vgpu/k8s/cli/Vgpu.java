@@ -43,12 +43,27 @@ public final class Vgpu implements Runnable {
 
   /** Runs the command line and exits with its code. */
   public static void main(String[] args) {
+    widenCommonPool();
     PrintWriter out = new PrintWriter(System.out, true, StandardCharsets.UTF_8);
     PrintWriter err = new PrintWriter(System.err, true, StandardCharsets.UTF_8);
     int code = run(args, out, err);
     out.flush();
     err.flush();
     System.exit(code);
+  }
+
+  /**
+   * On fewer than three CPUs the JDK's common pool has a single thread, and CompletableFuture then runs
+   * every async stage without an executor on a thread of its own, started for that one task. The JDK's
+   * HTTP client, fabric8's transport here, hands each response over that way: a thread started per API
+   * request. Two common-pool threads make those stages run on pooled threads instead. Must run before
+   * anything touches CompletableFuture; an explicit setting is left alone.
+   */
+  static void widenCommonPool() {
+    String property = "java.util.concurrent.ForkJoinPool.common.parallelism";
+    if (System.getProperty(property) == null && Runtime.getRuntime().availableProcessors() < 3) {
+      System.setProperty(property, "2");
+    }
   }
 
   /**

@@ -7,6 +7,7 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.api.model.ResourceQuota;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 import io.vgpu.api.ContainerGrant;
 import io.vgpu.api.DeviceGrant;
@@ -33,7 +34,9 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import java.util.function.Predicate;
 import java.util.stream.Stream;
 import org.jspecify.annotations.Nullable;
@@ -81,6 +84,7 @@ public final class ClusterLedger implements AutoCloseable {
   /** Register annotations last seen per node, so an unchanged node is not re-registered. */
   private final Map<String, String> registered = new ConcurrentHashMap<>();
   private final Set<String> warnedNodes = ConcurrentHashMap.newKeySet();
+  private final List<Consumer<String>> lockReleases = new CopyOnWriteArrayList<>();
   private final List<SharedIndexInformer<?>> informers = new ArrayList<>();
   private final Object nodeLock = new Object();
   private final Object podLock = new Object();
@@ -116,14 +120,15 @@ public final class ClusterLedger implements AutoCloseable {
    */
   public Duration start(Duration timeout) {
     long start = System.nanoTime();
+    // The caches keep lean copies (LeanStore): at 50,000 pods the full objects would be most of the heap.
     // The CPU feed goes first on each informer, so a pod's CPU is known when its grant is restored.
     NodeCpuFeed cpu = new NodeCpuFeed(engine, this::node, this::pod);
-    nodes = client.nodes().runnableInformer(0);
+    nodes = client.nodes().runnableInformer(0).itemStore(LeanStore.nodes());
     nodes.addEventHandler(cpu.nodeHandler());
-    nodes.addEventHandler(new ReconcileOnEvent<Node>(node -> reconcileNode(node.getMetadata().getName())));
+    nodes.addEventHandler(new NodeHandler());
     quotas = client.resourceQuotas().inAnyNamespace().runnableInformer(0);
     quotas.addEventHandler(new ReconcileOnEvent<ResourceQuota>(quota -> refreshQuotas(quota.getMetadata().getNamespace())));
-    pods = client.pods().inAnyNamespace().runnableInformer(0);
+    pods = client.pods().inAnyNamespace().runnableInformer(0).itemStore(LeanStore.pods());
     pods.addEventHandler(cpu.podHandler());
     pods.addEventHandler(new ReconcileOnEvent<Pod>(pod -> reconcilePod(pod.getMetadata().getNamespace(), pod.getMetadata().getName())));
     // Nodes and quotas first, so that restored grants land on registered nodes.
@@ -159,25 +164,33 @@ public final class ClusterLedger implements AutoCloseable {
     return synced;
   }
 
-  /** A pod from the informer cache. */
+  /**
+   * Tells {@code listener} the name of every node whose {@code hami.io/mutex.lock} the cache sees go
+   * away, or that is deleted. It runs on the informer's thread and must return at once.
+   */
+  public void onNodeLockReleased(Consumer<String> listener) {
+    lockReleases.add(listener);
+  }
+
+  /** A pod from the informer cache, lean: see {@link LeanStore#lean(Pod)} for what it keeps. */
   public Optional<Pod> pod(PodRef ref) {
     SharedIndexInformer<Pod> informer = pods;
     return informer == null ? Optional.empty() : Optional.ofNullable(informer.getIndexer().getByKey(ref.namespace() + "/" + ref.name()));
   }
 
-  /** A node from the informer cache. */
+  /** A node from the informer cache, lean: see {@link LeanStore#lean(Node)} for what it keeps. */
   public Optional<Node> node(String name) {
     SharedIndexInformer<Node> informer = nodes;
     return informer == null ? Optional.empty() : Optional.ofNullable(informer.getIndexer().getByKey(name));
   }
 
-  /** Every node in the informer cache. */
+  /** Every node in the informer cache, lean. */
   public List<Node> nodes() {
     SharedIndexInformer<Node> informer = nodes;
     return informer == null ? List.of() : informer.getIndexer().list();
   }
 
-  /** Every pod in the informer cache. */
+  /** Every pod in the informer cache, lean. */
   public List<Pod> pods() {
     SharedIndexInformer<Pod> informer = pods;
     return informer == null ? List.of() : informer.getIndexer().list();
@@ -336,6 +349,31 @@ public final class ClusterLedger implements AutoCloseable {
       } else {
         registerNode(node);
       }
+    }
+  }
+
+  private final class NodeHandler implements ResourceEventHandler<Node> {
+    @Override
+    public void onAdd(Node node) {
+      reconcileNode(node.getMetadata().getName());
+    }
+
+    @Override
+    public void onUpdate(Node old, Node node) {
+      reconcileNode(node.getMetadata().getName());
+      if (lock(old) != null && lock(node) == null) {
+        lockReleases.forEach(l -> l.accept(node.getMetadata().getName()));
+      }
+    }
+
+    @Override
+    public void onDelete(Node node, boolean finalStateUnknown) {
+      reconcileNode(node.getMetadata().getName());
+      lockReleases.forEach(l -> l.accept(node.getMetadata().getName()));
+    }
+
+    private static @Nullable String lock(Node node) {
+      return annotations(node.getMetadata().getAnnotations()).get(HamiAnnotations.NODE_LOCK);
     }
   }
 

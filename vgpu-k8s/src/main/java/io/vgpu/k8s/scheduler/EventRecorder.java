@@ -8,29 +8,46 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
 import java.time.Clock;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Records core/v1 Events on pods, as {@code kubectl describe pod} shows them. Recording is best effort:
- * a failure is logged, never propagated into scheduling.
+ * a failure is logged, never propagated into scheduling. Events are written by a thread of their own,
+ * as client-go's recorder does, so that no filter or bind waits for an API round trip to report
+ * itself; when the API server falls behind by more than {@value #QUEUE} events, new ones are dropped.
  */
 public final class EventRecorder {
   private static final Logger LOG = LoggerFactory.getLogger(EventRecorder.class);
   /** Event messages are capped by the API server; keep ours well within it. */
   private static final int MAX_MESSAGE = 1024;
+  private static final int QUEUE = 1024;
 
   private final KubernetesClient client;
   private final String component;
   private final Clock clock;
   private final AtomicLong sequence = new AtomicLong();
+  private final AtomicLong dropped = new AtomicLong();
+  private final ThreadPoolExecutor writer;
 
   /** A recorder reporting as {@code component} (e.g. {@code vgpu-scheduler}). */
   public EventRecorder(KubernetesClient client, String component, Clock clock) {
     this.client = client;
     this.component = component;
     this.clock = clock;
+    this.writer =
+        new ThreadPoolExecutor(1, 1, 30, TimeUnit.SECONDS, new ArrayBlockingQueue<>(QUEUE), r -> {
+          Thread t = new Thread(r, "vgpu-events");
+          t.setDaemon(true);
+          return t;
+        });
+    // An idle recorder holds no thread.
+    this.writer.allowCoreThreadTimeOut(true);
   }
 
   /** Records a Normal event. */
@@ -71,9 +88,22 @@ public final class EventRecorder {
             .withCount(1)
             .build();
     try {
-      client.v1().events().inNamespace(namespace).resource(event).create();
-    } catch (KubernetesClientException e) {
-      LOG.debug("could not record {} event on {}/{}: {}", reason, namespace, pod.getMetadata().getName(), e.getMessage());
+      writer.execute(() -> {
+        try {
+          client.v1().events().inNamespace(namespace).resource(event).create();
+        } catch (KubernetesClientException e) {
+          LOG.debug("could not record {} event on {}/{}: {}", reason, namespace, pod.getMetadata().getName(), e.getMessage());
+        }
+      });
+    } catch (RejectedExecutionException e) {
+      if (dropped.incrementAndGet() % QUEUE == 1) {
+        LOG.warn("the API server is behind on Events: {} dropped so far", dropped.get());
+      }
     }
+  }
+
+  /** Stops writing; Events not written yet are dropped. */
+  public void close() {
+    writer.shutdownNow();
   }
 }

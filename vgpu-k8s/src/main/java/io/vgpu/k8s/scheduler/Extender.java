@@ -32,6 +32,8 @@ import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderArgs;
 import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderBindingArgs;
 import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderBindingResult;
 import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderFilterResult;
+import java.math.BigDecimal;
+import java.math.RoundingMode;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -42,8 +44,12 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.Executor;
 import java.util.function.Supplier;
 import java.util.stream.Collectors;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import tools.jackson.databind.node.ObjectNode;
@@ -58,14 +64,17 @@ import tools.jackson.databind.node.ObjectNode;
  * a {@code FilteringFailed} event says what would make the pod fit.
  *
  * <p><b>Bind</b> takes the node's lock, marks the pod {@code allocating} and posts the Binding; the
- * device plugin finishes the handshake when kubelet allocates the containers.
+ * device plugin finishes the handshake when kubelet allocates the containers. A bind that finds the
+ * lock held waits for its turn (HAMi fails it at once, and kube-scheduler retries the pod only after a
+ * back-off of a second or more, which in a burst onto few nodes is most of the time spent).
  */
 public final class Extender {
-  /** Pods of a PodGroup retry a contended node lock instead of failing at once. */
-  static final String POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group";
-
   private static final Logger LOG = LoggerFactory.getLogger(Extender.class);
   private static final int RESERVE_ATTEMPTS = 3;
+  /** How long a bind waiting for a node's lock goes without looking again (for an expired lock or a holder gone). */
+  private static final Duration LOCK_LOOK_AGAIN = Duration.ofSeconds(1);
+  /** Nodes an event message names at most; the API server keeps 1024 characters of a message anyway. */
+  private static final int MESSAGE_NODES = 20;
 
   private final KubernetesClient client;
   private final Engine engine;
@@ -79,13 +88,16 @@ public final class Extender {
   private final Clock clock;
   private final Duration syncWait;
   private final Duration lockRetryTimeout;
+  private final Executor binds;
+  private final NodeLockWaiters lockWaiters = new NodeLockWaiters();
 
   /**
    * Wires the extender.
    *
    * @param engines builds a throw-away engine with the same configuration, for dry runs
    * @param syncWait how long a filter waits for the ledger's first sync before answering with an error
-   * @param lockRetryTimeout how long a PodGroup member retries a contended node lock
+   * @param lockRetryTimeout how long a bind waits for a contended node lock
+   * @param binds where binds continue once a node's lock is theirs
    */
   public Extender(
       KubernetesClient client,
@@ -99,7 +111,8 @@ public final class Extender {
       SchedulerMetrics metrics,
       Clock clock,
       Duration syncWait,
-      Duration lockRetryTimeout) {
+      Duration lockRetryTimeout,
+      Executor binds) {
     this.client = client;
     this.engine = engine;
     this.engines = engines;
@@ -112,6 +125,8 @@ public final class Extender {
     this.clock = clock;
     this.syncWait = syncWait;
     this.lockRetryTimeout = lockRetryTimeout;
+    this.binds = binds;
+    ledger.onNodeLockReleased(lockWaiters::released);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -233,10 +248,33 @@ public final class Extender {
     return failed;
   }
 
-  /** HAMi's success message: {@code find fit node(n), k nodes not fit, j nodes fit(n1:score,...)}. */
-  private static String successMessage(int candidates, String node, List<FilterResult.NodeScore> fitting) {
-    String scores = fitting.stream().map(s -> s.node() + ":" + String.format("%.2f", Math.abs(s.score()))).collect(Collectors.joining(","));
+  /**
+   * HAMi's success message: {@code find fit node(n), k nodes not fit, j nodes fit(n1:score,...)}, naming
+   * at most {@link #MESSAGE_NODES} of the fitting nodes (HAMi names them all: at thousands of nodes
+   * that is formatting work, and bytes, the API server cuts off at 1024 characters).
+   */
+  static String successMessage(int candidates, String node, List<FilterResult.NodeScore> fitting) {
+    StringBuilder scores = new StringBuilder();
+    int shown = Math.min(fitting.size(), MESSAGE_NODES);
+    for (int i = 0; i < shown; i++) {
+      FilterResult.NodeScore s = fitting.get(i);
+      if (i > 0) {
+        scores.append(',');
+      }
+      scores.append(s.node()).append(':').append(twoDecimals(Math.abs(s.score())));
+    }
+    if (fitting.size() > shown) {
+      scores.append(",... ").append(fitting.size() - shown).append(" more");
+    }
     return "find fit node(" + node + "), " + (candidates - fitting.size()) + " nodes not fit, " + fitting.size() + " nodes fit(" + scores + ")";
+  }
+
+  /** What {@code String.format("%.2f", value)} gives, without a Formatter per node. */
+  static String twoDecimals(double value) {
+    if (!Double.isFinite(value)) {
+      return Double.isNaN(value) ? "NaN" : value > 0 ? "Infinity" : "-Infinity";
+    }
+    return new BigDecimal(value).setScale(2, RoundingMode.HALF_UP).toPlainString();
   }
 
   /**
@@ -255,13 +293,22 @@ public final class Extender {
     StringBuilder message = new StringBuilder();
     message.append("0/").append(candidates.size()).append(" nodes fit: ");
     message.append(nodesByReason.entrySet().stream()
-        .map(e -> e.getValue().size() + " nodes " + e.getKey() + "(" + String.join(",", e.getValue().stream().sorted().toList()) + ")")
+        .map(e -> e.getValue().size() + " nodes " + e.getKey() + "(" + named(e.getValue()) + ")")
         .collect(Collectors.joining("; ")));
     Explanation explanation = engine.explain(compiled, candidates);
     explanation.nearest().ifPresent(fix -> message.append(". Nearest fit: node ").append(fix.node()).append(": ").append(fix.change()));
     events.warning(pod, "FilteringFailed", message.toString());
     String dominant = weight.entrySet().stream().max(Map.Entry.comparingByValue()).map(Map.Entry::getKey).orElse("NoNodes");
     metrics.unschedulable(ref, dominant);
+  }
+
+  /** The nodes sorted, at most {@link #MESSAGE_NODES} of them named. */
+  private static String named(List<String> nodes) {
+    List<String> sorted = nodes.stream().sorted().toList();
+    if (sorted.size() <= MESSAGE_NODES) {
+      return String.join(",", sorted);
+    }
+    return String.join(",", sorted.subList(0, MESSAGE_NODES)) + ",... " + (sorted.size() - MESSAGE_NODES) + " more";
   }
 
   private static List<String> reasonWords(NodeRejection r) {
@@ -314,95 +361,148 @@ public final class Extender {
   // ---------------------------------------------------------------------------------------------
   // Bind
 
-  /** Answers one bind call. */
-  public ExtenderBindingResult bind(ExtenderBindingArgs args) {
+  /**
+   * Answers one bind call. The answer waits, without holding a thread, while the node's lock is held by
+   * another pod whose handshake is under way, up to the lock retry timeout.
+   */
+  public CompletableFuture<ExtenderBindingResult> bind(ExtenderBindingArgs args) {
     long start = System.nanoTime();
-    ExtenderBindingResult result = doBind(args);
-    metrics.bound(System.nanoTime() - start, result.error().isEmpty());
-    return result;
+    CompletableFuture<ExtenderBindingResult> result;
+    try {
+      result = doBind(args);
+    } catch (RuntimeException e) {
+      result = CompletableFuture.failedFuture(e);
+    }
+    return result.whenComplete((r, e) -> metrics.bound(System.nanoTime() - start, e == null && r.error().isEmpty()));
   }
 
-  private ExtenderBindingResult doBind(ExtenderBindingArgs args) {
+  private CompletableFuture<ExtenderBindingResult> doBind(ExtenderBindingArgs args) {
     if (args.podName() == null || args.podNamespace() == null || args.node() == null) {
-      return new ExtenderBindingResult("bind args need PodName, PodNamespace and Node");
+      return done("bind args need PodName, PodNamespace and Node");
     }
     if (!leadership.isLeader()) {
-      return new ExtenderBindingResult("this scheduler instance is not the leader");
+      return done("this scheduler instance is not the leader");
     }
     PodRef ref = new PodRef(args.podNamespace(), args.podName());
     String nodeName = args.node();
     Pod pod;
     try {
-      pod = client.pods().inNamespace(ref.namespace()).withName(ref.name()).get();
+      pod = podToBind(ref, nodeName);
     } catch (KubernetesClientException e) {
-      return new ExtenderBindingResult("get pod " + ref + ": " + e.getMessage());
+      return done("get pod " + ref + ": " + e.getMessage());
     }
     if (pod == null) {
       engine.release(ref);
-      return new ExtenderBindingResult("pod " + ref + " not found");
+      return done("pod " + ref + " not found");
     }
-    Node node = client.nodes().withName(nodeName).get();
-    if (node == null) {
+    if (ledger.node(nodeName).isEmpty() && client.nodes().withName(nodeName).get() == null) {
       engine.release(ref);
       events.warning(pod, "BindingFailed", "node " + nodeName + " not found");
-      return new ExtenderBindingResult("node " + nodeName + " not found");
+      return done("node " + nodeName + " not found");
     }
     String held = Optional.ofNullable(PodRefs.annotations(pod).get(HamiAnnotations.ASSIGNED_NODE)).orElse("");
     if (!held.isEmpty() && !held.equals(nodeName)) {
       events.warning(pod, "BindingFailed", "pod was filtered to node " + held + ", not " + nodeName);
-      return new ExtenderBindingResult("pod " + ref + " was filtered to node " + held + ", not " + nodeName);
+      return done("pod " + ref + " was filtered to node " + held + ", not " + nodeName);
     }
-    boolean usesDevices = !held.isEmpty();
+    if (held.isEmpty()) {
+      return CompletableFuture.completedFuture(post(pod, ref, nodeName, args.podUid(), false));
+    }
+    long deadline = System.nanoTime() + lockRetryTimeout.toNanos();
+    return lock(ref, nodeName, deadline, null)
+        .thenApplyAsync(locked -> post(pod, ref, nodeName, args.podUid(), true), binds)
+        .exceptionally(e -> {
+          Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+          if (!(cause instanceof NodeLock.ContentionException) && !(cause instanceof KubernetesClientException)) {
+            throw e instanceof CompletionException c ? c : new CompletionException(cause);
+          }
+          events.warning(pod, "BindingFailed", cause.getMessage());
+          return new ExtenderBindingResult(cause.getMessage());
+        });
+  }
+
+  private static CompletableFuture<ExtenderBindingResult> done(String error) {
+    return CompletableFuture.completedFuture(new ExtenderBindingResult(error));
+  }
+
+  /**
+   * The pod as the informer holds it when that copy carries the filter's decision for this node (the
+   * usual case: the filter's annotation write arrived before kube-scheduler bound), else as the API
+   * server has it now.
+   */
+  private @Nullable Pod podToBind(PodRef ref, String nodeName) {
+    Optional<Pod> cached = ledger.pod(ref);
+    if (cached.isPresent() && nodeName.equals(PodRefs.annotations(cached.get()).get(HamiAnnotations.ASSIGNED_NODE))) {
+      return cached.get();
+    }
+    return client.pods().inNamespace(ref.namespace()).withName(ref.name()).get();
+  }
+
+  /**
+   * Takes the node's lock for the pod, waiting in line while another pod holds it: the first in line
+   * gets its turn when the informer sees the lock released, and looks again every second on its own
+   * (an expired lock, a holder deleted), until {@code deadline}. A bind that finds others waiting joins
+   * the line without trying, so binds to one node keep the order kube-scheduler sent them in.
+   */
+  private CompletableFuture<Void> lock(PodRef ref, String nodeName, long deadline, NodeLockWaiters.@Nullable Waiter waiter) {
+    long seen = lockWaiters.releases(nodeName);
+    boolean mayTry = waiter == null ? !lockWaiters.anyWaiting(nodeName) : lockWaiters.first(waiter);
+    NodeLock.ContentionException contention;
+    if (mayTry) {
+      try {
+        locks.acquire(nodeName, ref, ledger.node(nodeName).orElse(null));
+        if (waiter != null) {
+          lockWaiters.leave(waiter, true);
+        }
+        return CompletableFuture.completedFuture(null);
+      } catch (NodeLock.ContentionException e) {
+        contention = e;
+      } catch (RuntimeException e) {
+        if (waiter != null) {
+          lockWaiters.leave(waiter, false);
+        }
+        return CompletableFuture.failedFuture(e);
+      }
+    } else {
+      contention = locks.contention(nodeName);
+    }
+    long remaining = deadline - System.nanoTime();
+    if (remaining <= 0) {
+      if (waiter != null) {
+        lockWaiters.leave(waiter, false);
+      }
+      return CompletableFuture.failedFuture(contention);
+    }
+    NodeLockWaiters.Waiter inLine = waiter != null ? waiter : lockWaiters.join(nodeName);
+    LOG.debug("pod {} waits for the lock of node {}", ref, nodeName);
+    return lockWaiters.await(inLine, seen, Duration.ofNanos(Math.min(remaining, LOCK_LOOK_AGAIN.toNanos())))
+        .thenComposeAsync(turn -> lock(ref, nodeName, deadline, inLine), binds);
+  }
+
+  /** Marks the pod {@code allocating} (with devices, under the node's lock) and posts the Binding. */
+  private ExtenderBindingResult post(Pod pod, PodRef ref, String nodeName, @Nullable String uid, boolean usesDevices) {
     try {
       if (usesDevices) {
-        lock(pod, ref, nodeName);
+        ObjectNode patch = PodJson.mapper().createObjectNode();
+        ObjectNode annotations = patch.putObject("metadata").putObject("annotations");
+        annotations.put(HamiAnnotations.BIND_PHASE, "allocating");
+        annotations.put(HamiAnnotations.BIND_TIME, Long.toString(clock.instant().getEpochSecond()));
+        client.pods().inNamespace(ref.namespace()).withName(ref.name()).patch(PatchContext.of(PatchType.JSON_MERGE), patch.toString());
       }
-      try {
-        if (usesDevices) {
-          ObjectNode patch = PodJson.mapper().createObjectNode();
-          ObjectNode annotations = patch.putObject("metadata").putObject("annotations");
-          annotations.put(HamiAnnotations.BIND_PHASE, "allocating");
-          annotations.put(HamiAnnotations.BIND_TIME, Long.toString(clock.instant().getEpochSecond()));
-          client.pods().inNamespace(ref.namespace()).withName(ref.name()).patch(PatchContext.of(PatchType.JSON_MERGE), patch.toString());
-        }
-        Binding binding =
-            new BindingBuilder()
-                .withNewMetadata().withName(ref.name()).withNamespace(ref.namespace()).withUid(args.podUid()).endMetadata()
-                .withNewTarget().withApiVersion("v1").withKind("Node").withName(nodeName).endTarget()
-                .build();
-        client.bindings().inNamespace(ref.namespace()).resource(binding).create();
-      } catch (KubernetesClientException e) {
-        if (usesDevices) {
-          locks.release(nodeName, ref, false);
-        }
-        throw e;
+      Binding binding =
+          new BindingBuilder()
+              .withNewMetadata().withName(ref.name()).withNamespace(ref.namespace()).withUid(uid).endMetadata()
+              .withNewTarget().withApiVersion("v1").withKind("Node").withName(nodeName).endTarget()
+              .build();
+      client.bindings().inNamespace(ref.namespace()).resource(binding).create();
+    } catch (KubernetesClientException e) {
+      if (usesDevices) {
+        locks.release(nodeName, ref, false);
       }
-    } catch (NodeLock.ContentionException | KubernetesClientException e) {
       events.warning(pod, "BindingFailed", e.getMessage());
       return new ExtenderBindingResult(e.getMessage());
     }
     events.normal(pod, "BindingSucceed", "bound to " + nodeName);
     return ExtenderBindingResult.OK;
-  }
-
-  private void lock(Pod pod, PodRef ref, String nodeName) throws NodeLock.ContentionException {
-    boolean groupMember = pod.getMetadata().getLabels() != null && pod.getMetadata().getLabels().containsKey(POD_GROUP_LABEL);
-    long deadline = System.nanoTime() + lockRetryTimeout.toNanos();
-    while (true) {
-      try {
-        locks.acquire(nodeName, ref);
-        return;
-      } catch (NodeLock.ContentionException e) {
-        if (!groupMember || System.nanoTime() > deadline) {
-          throw e;
-        }
-        try {
-          Thread.sleep(100);
-        } catch (InterruptedException ie) {
-          Thread.currentThread().interrupt();
-          throw e;
-        }
-      }
-    }
   }
 }

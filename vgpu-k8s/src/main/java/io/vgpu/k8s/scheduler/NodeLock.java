@@ -4,18 +4,23 @@ import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.fabric8.kubernetes.client.dsl.base.PatchContext;
+import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import io.vgpu.api.PodRef;
 import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.codec.NodeLockCodec;
+import io.vgpu.k8s.pod.PodJson;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
+import java.util.function.Predicate;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import tools.jackson.databind.node.ObjectNode;
 
 /**
  * HAMi's per-node bind lock: the node annotation {@code hami.io/mutex.lock = <RFC3339>,<ns>,<pod>},
@@ -23,7 +28,7 @@ import org.slf4j.LoggerFactory;
  * containers are allocated. It serializes binds per node so the device plugin can tell which pod
  * kubelet is starting.
  *
- * <p>Every write is an update conditional on the node's {@code resourceVersion}, which the API server
+ * <p>Every write is conditional on the node's {@code resourceVersion}, which the API server
  * enforces: two schedulers racing for one node cannot both win. A lock older than
  * the timeout, or held by a pod that no longer exists, is taken over.
  */
@@ -36,12 +41,23 @@ public final class NodeLock {
   private final KubernetesClient client;
   private final Duration timeout;
   private final Clock clock;
+  private final Predicate<PodRef> cachedPod;
 
   /** A lock manager; HAMi's default timeout is 5 minutes. */
   public NodeLock(KubernetesClient client, Duration timeout, Clock clock) {
+    this(client, timeout, clock, pod -> false);
+  }
+
+  /**
+   * A lock manager that asks the API server whether a lock holder still exists only when {@code
+   * cachedPod} (an informer's cache) does not already hold it: a pod in the cache exists, while one
+   * missing from it may merely be newer than the cache.
+   */
+  public NodeLock(KubernetesClient client, Duration timeout, Clock clock, Predicate<PodRef> cachedPod) {
     this.client = client;
     this.timeout = timeout;
     this.clock = clock;
+    this.cachedPod = cachedPod;
   }
 
   /** Thrown when a node's lock is held by another live pod within the timeout. */
@@ -60,11 +76,26 @@ public final class NodeLock {
    * @throws KubernetesClientException when the API server refuses for another reason
    */
   public void acquire(String nodeName, PodRef pod) throws ContentionException {
+    acquire(nodeName, pod, null);
+  }
+
+  /**
+   * Takes the node's lock for {@code pod}, deciding first on {@code cached}, a copy of the node from an
+   * informer, when given: the write carries that copy's resourceVersion, so a stale copy costs a
+   * conflict and a fresh read, never a wrong decision. Re-entrant for the same pod.
+   *
+   * @throws ContentionException when another live pod holds it within the timeout
+   * @throws KubernetesClientException when the API server refuses for another reason
+   */
+  public void acquire(String nodeName, PodRef pod, @Nullable Node cached) throws ContentionException {
     long backoffMillis = 100;
+    Node node = cached;
     for (int attempt = 0; ; attempt++) {
-      Node node = client.nodes().withName(nodeName).get();
       if (node == null) {
-        throw new KubernetesClientException("node " + nodeName + " not found");
+        node = client.nodes().withName(nodeName).get();
+        if (node == null) {
+          throw new KubernetesClientException("node " + nodeName + " not found");
+        }
       }
       String current = annotations(node).get(ANNOTATION);
       if (current != null) {
@@ -73,9 +104,9 @@ public final class NodeLock {
           return;
         }
         boolean expired = holder.time().plus(timeout).isBefore(clock.instant());
-        boolean ownerGone = holder.hasOwner() && client.pods().inNamespace(holder.namespace()).withName(holder.pod()).get() == null;
+        boolean ownerGone = holder.hasOwner() && !exists(new PodRef(holder.namespace(), holder.pod()));
         if (!expired && !ownerGone) {
-          throw new ContentionException("node " + nodeName + " has been locked within " + format(timeout) + ": node lock contention");
+          throw contention(nodeName);
         }
         LOG.info("taking over {} lock of node {} ({})", current, nodeName, expired ? "expired" : "owner gone");
       }
@@ -85,9 +116,22 @@ public final class NodeLock {
       if (attempt == 4) {
         throw new ContentionException("node " + nodeName + " lock: the node kept changing while locking");
       }
-      sleep(backoffMillis);
-      backoffMillis *= 2;
+      // A cached copy that was stale is read afresh at once; a fresh one that conflicted backs off.
+      if (node != cached) {
+        sleep(backoffMillis);
+        backoffMillis *= 2;
+      }
+      node = null;
     }
+  }
+
+  /** HAMi's refusal of a bind to a node whose lock another pod holds. */
+  ContentionException contention(String nodeName) {
+    return new ContentionException("node " + nodeName + " has been locked within " + format(timeout) + ": node lock contention");
+  }
+
+  private boolean exists(PodRef pod) {
+    return cachedPod.test(pod) || client.pods().inNamespace(pod.namespace()).withName(pod.name()).get() != null;
   }
 
   /**
@@ -138,21 +182,29 @@ public final class NodeLock {
   }
 
   /**
-   * Writes (or, with {@code null}, removes) the lock with an update that carries the resourceVersion
-   * the node was read at, so the API server refuses it (409) when someone else changed the node first.
-   * Returns false in that case.
+   * Writes (or, with {@code null}, removes) the lock conditionally on the resourceVersion the node was
+   * read at, a precondition the API server enforces: it refuses the write (409) when someone else
+   * changed the node first. Returns false in that case. A lock is written with a merge patch that
+   * carries only the annotation, so a copy of the node that keeps only some of its fields (an informer's
+   * lean copy) is enough to decide; it is removed with an update of the whole node, which {@link
+   * #release} has just read (a merge patch's {@code null} removes a key on a real API server, but not on
+   * every stand-in of one).
    */
   private boolean conditionalWrite(Node node, @Nullable String value) {
-    Node updated = new NodeBuilder(node).build();
-    Map<String, String> annotations = new HashMap<>(annotations(node));
-    if (value == null) {
-      annotations.remove(ANNOTATION);
-    } else {
-      annotations.put(ANNOTATION, value);
-    }
-    updated.getMetadata().setAnnotations(annotations);
     try {
-      client.nodes().resource(updated).update();
+      if (value == null) {
+        Node updated = new NodeBuilder(node).build();
+        Map<String, String> annotations = new HashMap<>(annotations(node));
+        annotations.remove(ANNOTATION);
+        updated.getMetadata().setAnnotations(annotations);
+        client.nodes().resource(updated).update();
+      } else {
+        ObjectNode patch = PodJson.mapper().createObjectNode();
+        ObjectNode metadata = patch.putObject("metadata");
+        metadata.put("resourceVersion", node.getMetadata().getResourceVersion());
+        metadata.putObject("annotations").put(ANNOTATION, value);
+        client.nodes().withName(node.getMetadata().getName()).patch(PatchContext.of(PatchType.JSON_MERGE), patch.toString());
+      }
       return true;
     } catch (KubernetesClientException e) {
       if (e.getCode() == 409) {

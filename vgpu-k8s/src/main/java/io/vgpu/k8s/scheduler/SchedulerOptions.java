@@ -28,7 +28,8 @@ import java.util.Optional;
  * @param gpuSchedulerPolicy default device policy; empty keeps the device config's
  * @param deviceConfigFile HAMi's device-config YAML, if any
  * @param nodeLockTimeout when a node lock expires ({@code --node-lock-timeout}, default 5m)
- * @param nodeLockRetryTimeout how long PodGroup members retry a contended lock (default 28s)
+ * @param nodeLockRetryTimeout how long a bind waits for a contended node lock ({@code --node-lock-retry-timeout},
+ *     default 28s, within kube-scheduler's 30s extender timeout)
  * @param leaderElect whether to follow kube-scheduler's Lease ({@code --leader-elect})
  * @param leaseName the Lease's name ({@code --leader-elect-resource-name})
  * @param leaseNamespace the Lease's namespace ({@code --leader-elect-resource-namespace})
@@ -114,6 +115,13 @@ public record SchedulerOptions(
     return new SchedulerOptions(http, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metrics, schedulerName, overwriteDefaultScheduler, nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile,
         nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName, leaseNamespace, identity, staleReservationTimeout, nodeLabelSelector,
         legacyMetrics, syncTimeout);
+  }
+
+  /** Returns a copy whose binds wait this long for a contended node lock. */
+  public SchedulerOptions withNodeLockRetryTimeout(Duration value) {
+    return new SchedulerOptions(httpBind, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName, overwriteDefaultScheduler, nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile,
+        nodeLockTimeout, value, leaderElect, leaseName, leaseNamespace, identity, staleReservationTimeout, nodeLabelSelector, legacyMetrics,
+        syncTimeout);
   }
 
   /** Returns a copy with another stale-reservation timeout. */

@@ -26,8 +26,10 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 import org.slf4j.Logger;
@@ -55,6 +57,8 @@ public final class SchedulerServer implements AutoCloseable {
       PodJson.mapper().rebuild().disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES).build();
   private static final Duration REGISTER_INTERVAL = Duration.ofSeconds(15);
   private static final Duration SWEEP_INTERVAL = Duration.ofSeconds(30);
+  /** Threads that finish binds once their node's lock is theirs (a bind waiting for one holds none). */
+  private static final int BIND_THREADS = 2;
 
   private final KubernetesClient client;
   private final Engine engine;
@@ -66,6 +70,8 @@ public final class SchedulerServer implements AutoCloseable {
   private final HttpService extenderHttp;
   private final HttpService metricsHttp;
   private final ScheduledExecutorService background;
+  private final ExecutorService binds;
+  private final EventRecorder events;
 
   private SchedulerServer(Builder b) {
     this.client = b.client;
@@ -78,6 +84,8 @@ public final class SchedulerServer implements AutoCloseable {
     this.extenderHttp = b.extenderHttp;
     this.metricsHttp = b.metricsHttp;
     this.background = b.background;
+    this.binds = b.binds;
+    this.events = b.events;
   }
 
   private static final class Builder {
@@ -91,6 +99,8 @@ public final class SchedulerServer implements AutoCloseable {
     HttpService extenderHttp;
     HttpService metricsHttp;
     ScheduledExecutorService background;
+    ExecutorService binds;
+    EventRecorder events;
   }
 
   /**
@@ -111,8 +121,11 @@ public final class SchedulerServer implements AutoCloseable {
     String version = SchedulerServer.class.getPackage().getImplementationVersion();
     SchedulerMetrics metrics = new SchedulerMetrics(registry, b.engine, options.legacyMetrics(), version == null ? "dev" : version);
     b.health = new NodeHealth(effective.schema().countResource(), clock, Duration.ofSeconds(60));
-    EventRecorder events = new EventRecorder(client, "vgpu-scheduler", clock);
+    b.events = new EventRecorder(client, "vgpu-scheduler", clock);
+    EventRecorder events = b.events;
     b.ledger = new ClusterLedger(client, b.engine, labelFilter(options.nodeLabelSelector()), b.health, events, clock, options.staleReservationTimeout());
+    ClusterLedger ledger = b.ledger;
+    b.binds = Executors.newFixedThreadPool(BIND_THREADS, daemon("vgpu-bind"));
     b.leadership = options.leaderElect()
         ? new LeaseLeadership(client, options.leaseNamespace(), options.leaseName(), options.identity(), clock)
         : Leadership.always();
@@ -124,12 +137,13 @@ public final class SchedulerServer implements AutoCloseable {
             b.ledger,
             b.leadership,
             new PodRequestParser(effective.schema()),
-            new NodeLock(client, options.nodeLockTimeout(), clock),
+            new NodeLock(client, options.nodeLockTimeout(), clock, ref -> ledger.pod(ref).isPresent()),
             events,
             metrics,
             clock,
             Duration.ofSeconds(25),
-            options.nodeLockRetryTimeout());
+            options.nodeLockRetryTimeout(),
+            b.binds);
     String schedulerName = options.schedulerName().isEmpty() ? AdmissionMutator.DEFAULT_SCHEDULER_NAME : options.schedulerName();
     AdmissionWebhook webhook = new AdmissionWebhook(new AdmissionMutator(effective, schedulerName, options.overwriteDefaultScheduler()), b.engine::quota);
 
@@ -149,7 +163,7 @@ public final class SchedulerServer implements AutoCloseable {
       extenderRoutes.tls(keys);
     }
     route(extenderRoutes, "POST", "/filter", extenderClients, r -> json(b.extender.filter(read(r.body(), ExtenderArgs.class))));
-    route(extenderRoutes, "POST", "/bind", extenderClients, r -> json(b.extender.bind(read(r.body(), ExtenderBindingArgs.class))));
+    extenderRoutes.routeAsync("POST", "/bind", extenderClients.orElse(null), r -> b.extender.bind(read(r.body(), ExtenderBindingArgs.class)).thenApply(SchedulerServer::json));
     route(webhookRoutes, "POST", "/webhook", webhookClients, r -> HttpService.Response.json(200, webhook.review(r.body())));
     String extenderAddress = ownListener ? options.extenderBind() : options.httpBind();
     if (extenderClients.isEmpty()) {
@@ -175,24 +189,28 @@ public final class SchedulerServer implements AutoCloseable {
       started.forEach(HttpService::close);
       b.ledger.close();
       b.leadership.close();
+      b.binds.shutdownNow();
+      b.events.close();
       throw e;
     }
     b.http = started.get(0);
     b.extenderHttp = ownListener ? started.get(1) : b.http;
     b.metricsHttp = started.get(started.size() - 1);
-    b.background =
-        Executors.newSingleThreadScheduledExecutor(
-            r -> {
-              Thread t = new Thread(r, "vgpu-scheduler-maintenance");
-              t.setDaemon(true);
-              return t;
-            });
+    b.background = Executors.newSingleThreadScheduledExecutor(daemon("vgpu-scheduler-maintenance"));
     SchedulerServer server = new SchedulerServer(b);
     self[0] = server;
     b.background.scheduleWithFixedDelay(server::registerPass, 0, REGISTER_INTERVAL.toMillis(), TimeUnit.MILLISECONDS);
     b.background.scheduleWithFixedDelay(server::sweepStaleReservations, SWEEP_INTERVAL.toMillis(), SWEEP_INTERVAL.toMillis(), TimeUnit.MILLISECONDS);
     LOG.info("vgpu scheduler listening on {} (webhook), {} (extender) and {} (metrics, /healthz, /readyz)", options.httpBind(), extenderAddress, options.metricsBind());
     return server;
+  }
+
+  private static ThreadFactory daemon(String name) {
+    return r -> {
+      Thread t = new Thread(r, name);
+      t.setDaemon(true);
+      return t;
+    };
   }
 
   private static Optional<ClientCertificateAuthority> authority(String flag, Optional<Path> file) throws IOException {
@@ -310,11 +328,13 @@ public final class SchedulerServer implements AutoCloseable {
   public void close() {
     background.shutdownNow();
     http.close();
+    binds.shutdownNow();
     if (extenderHttp != http) {
       extenderHttp.close();
     }
     metricsHttp.close();
     ledger.close();
     leadership.close();
+    events.close();
   }
 }

@@ -72,6 +72,17 @@ public final class HttpService implements AutoCloseable {
   }
 
   /**
+   * Handles one request whose answer may wait for something else (a lock, another request) without
+   * holding a worker thread meanwhile. The response is sent when the future completes; a future that
+   * fails with {@link BadRequest} is a 400, with anything else a 500. The handler must complete it.
+   */
+  @FunctionalInterface
+  public interface AsyncHandler {
+    /** Starts answering the request. */
+    CompletableFuture<Response> handle(Request request) throws Exception;
+  }
+
+  /**
    * A request as handlers see it.
    *
    * @param method the HTTP method
@@ -167,7 +178,11 @@ public final class HttpService implements AutoCloseable {
   }
 
   /** A route: its handler and the authority whose client certificates it requires, if any. */
-  private record Route(Handler handler, @Nullable ClientCertificateAuthority clients) {}
+  private record Route(AsyncHandler handler, @Nullable ClientCertificateAuthority clients) {}
+
+  private static AsyncHandler async(Handler handler) {
+    return request -> CompletableFuture.completedFuture(handler.handle(request));
+  }
 
   /** Describes an {@link HttpService}. */
   public static final class Builder {
@@ -239,7 +254,16 @@ public final class HttpService implements AutoCloseable {
 
     /** Routes {@code method path} to {@code handler}, open to any client. */
     public Builder route(String method, String path, Handler handler) {
-      routes.computeIfAbsent(path, p -> new LinkedHashMap<>()).put(method, new Route(handler, null));
+      routes.computeIfAbsent(path, p -> new LinkedHashMap<>()).put(method, new Route(async(handler), null));
+      return this;
+    }
+
+    /**
+     * Routes {@code method path} to an asynchronous {@code handler}; with {@code clients}, only for
+     * clients presenting a certificate that authority trusts.
+     */
+    public Builder routeAsync(String method, String path, @Nullable ClientCertificateAuthority clients, AsyncHandler handler) {
+      routes.computeIfAbsent(path, p -> new LinkedHashMap<>()).put(method, new Route(handler, clients));
       return this;
     }
 
@@ -248,7 +272,7 @@ public final class HttpService implements AutoCloseable {
      * {@code clients} trusts; others get 401 (no certificate) or 403 (another authority's).
      */
     public Builder route(String method, String path, ClientCertificateAuthority clients, Handler handler) {
-      routes.computeIfAbsent(path, p -> new LinkedHashMap<>()).put(method, new Route(handler, clients));
+      routes.computeIfAbsent(path, p -> new LinkedHashMap<>()).put(method, new Route(async(handler), clients));
       return this;
     }
 
@@ -411,7 +435,8 @@ public final class HttpService implements AutoCloseable {
           return;
         }
         try {
-          workers.execute(() -> send(response, done, run(route.handler(), new Request(method, path, bytes)), false));
+          workers.execute(() -> run(route.handler(), new Request(method, path, bytes)).whenComplete((answer, failure) ->
+              send(response, done, failure == null ? answer : failure(method, path, failure), false)));
         } catch (RejectedExecutionException e) {
           send(response, done, Response.text(503, name + " is busy; retry\n"), true);
         }
@@ -431,16 +456,23 @@ public final class HttpService implements AutoCloseable {
       return Response.text(400, "request body unreadable: " + oneLine(String.valueOf(cause.getMessage())) + "\n");
     }
 
-    private Response run(Handler handler, Request request) {
+    private CompletableFuture<Response> run(AsyncHandler handler, Request request) {
       try {
-        return handler.handle(request);
-      } catch (BadRequest e) {
-        return Response.text(400, oneLine(e.getMessage()) + "\n");
+        CompletableFuture<Response> answer = handler.handle(request);
+        return answer == null ? CompletableFuture.failedFuture(new IllegalStateException("the handler gave no answer")) : answer;
       } catch (Exception e) {
-        LOG.warn("{} {} {} failed: {}", name, request.method(), request.path(), oneLine(String.valueOf(e)));
-        LOG.debug("{} {} failure detail", name, request.path(), e);
-        return Response.text(500, "internal error: " + oneLine(String.valueOf(e.getMessage())) + "\n");
+        return CompletableFuture.failedFuture(e);
       }
+    }
+
+    private Response failure(String method, String path, Throwable failure) {
+      Throwable e = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null ? failure.getCause() : failure;
+      if (e instanceof BadRequest) {
+        return Response.text(400, oneLine(e.getMessage()) + "\n");
+      }
+      LOG.warn("{} {} {} failed: {}", name, method, path, oneLine(String.valueOf(e)));
+      LOG.debug("{} {} failure detail", name, path, e);
+      return Response.text(500, "internal error: " + oneLine(String.valueOf(e.getMessage())) + "\n");
     }
 
     /** Null when the client presented a certificate {@code clients} trusts; else the refusal. */

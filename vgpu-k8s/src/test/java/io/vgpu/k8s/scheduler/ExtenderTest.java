@@ -10,8 +10,12 @@ import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import io.vgpu.api.PodRef;
 import io.vgpu.core.QuotaLimits;
 import io.vgpu.k8s.codec.HamiAnnotations;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -97,24 +101,77 @@ class ExtenderTest {
     assertThat(client.nodes().withName("worker1").get().getMetadata().getAnnotations().get(HamiAnnotations.NODE_LOCK)).endsWith(",default,p1");
     assertThat(client.bindings().inNamespace("default").withName("p1").get().getTarget().getName()).isEqualTo("worker1");
 
-    // A second pod on the same node waits for the device plugin to finish the first.
+    // A second pod on the same node waits for the device plugin to finish the first, then binds.
     Pod second = cluster.create(gpuPod("default", "p2", Map.of("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"), Map.of()));
     cluster.filter(second, List.of("worker1"));
-    assertThat(cluster.bind(new PodRef("default", "p2"), "worker1").path("Error").asString()).isEqualTo("node worker1 has been locked within 5m0s: node lock contention");
+    CompletableFuture<JsonNode> waiting = bindLater(new PodRef("default", "p2"), "worker1");
+    Thread.sleep(300);
+    assertThat(waiting).as("the bind waits while p1's handshake holds the lock").isNotDone();
     cluster.completeAllocation(new PodRef("default", "p1"), "worker1");
-    assertThat(cluster.bind(new PodRef("default", "p2"), "worker1").path("Error").asString()).isEmpty();
+    assertThat(waiting.get(10, TimeUnit.SECONDS).path("Error").asString()).isEmpty();
+    assertThat(client.nodes().withName("worker1").get().getMetadata().getAnnotations().get(HamiAnnotations.NODE_LOCK)).endsWith(",default,p2");
   }
 
   @Test
-  void anExpiredLockIsTakenOver() throws Exception {
+  void bindsWaitingForOneNodeTakeItsLockInTheOrderTheyCame() throws Exception {
+    List<PodRef> pods = new ArrayList<>();
+    for (int i = 1; i <= 4; i++) {
+      Pod pod = cluster.create(gpuPod("default", "p" + i, Map.of("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"), Map.of()));
+      cluster.filter(pod, List.of("worker1"));
+      pods.add(new PodRef("default", "p" + i));
+    }
+    assertThat(cluster.bind(pods.get(0), "worker1").path("Error").asString()).isEmpty();
+    List<CompletableFuture<JsonNode>> waiting = new ArrayList<>();
+    for (PodRef pod : pods.subList(1, 4)) {
+      waiting.add(bindLater(pod, "worker1"));
+      Thread.sleep(300);
+    }
+    for (int i = 1; i < 4; i++) {
+      cluster.completeAllocation(pods.get(i - 1), "worker1");
+      assertThat(waiting.get(i - 1).get(10, TimeUnit.SECONDS).path("Error").asString()).isEmpty();
+      assertThat(client.nodes().withName("worker1").get().getMetadata().getAnnotations().get(HamiAnnotations.NODE_LOCK)).endsWith(",default,p" + (i + 1));
+      for (CompletableFuture<JsonNode> later : waiting.subList(i, 3)) {
+        assertThat(later).as("a later bind still waits").isNotDone();
+      }
+    }
+  }
+
+  @Test
+  void anExpiredLockIsTakenOverByAWaitingBind() throws Exception {
     Pod p1 = cluster.create(gpuPod("default", "p1", Map.of("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"), Map.of()));
     Pod p2 = cluster.create(gpuPod("default", "p2", Map.of("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"), Map.of()));
     cluster.filter(p1, List.of("worker1"));
     cluster.filter(p2, List.of("worker1"));
     assertThat(cluster.bind(new PodRef("default", "p1"), "worker1").path("Error").asString()).isEmpty();
-    assertThat(cluster.bind(new PodRef("default", "p2"), "worker1").path("Error").asString()).contains("node lock contention");
+    CompletableFuture<JsonNode> waiting = bindLater(new PodRef("default", "p2"), "worker1");
+    Thread.sleep(300);
+    assertThat(waiting).isNotDone();
     cluster.clock.advance(java.time.Duration.ofMinutes(5).plusSeconds(1));
+    assertThat(waiting.get(10, TimeUnit.SECONDS).path("Error").asString()).isEmpty();
+  }
+
+  @Test
+  void withoutAWaitAContendedBindFailsAtOnceAsInHami() throws Exception {
+    cluster.stop();
+    cluster.start(SchedulerOptions.defaults().withNodeLockRetryTimeout(java.time.Duration.ZERO), io.vgpu.k8s.config.DeviceConfig.DEFAULT);
+    Pod p1 = cluster.create(gpuPod("default", "p1", Map.of("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"), Map.of()));
+    Pod p2 = cluster.create(gpuPod("default", "p2", Map.of("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"), Map.of()));
+    cluster.filter(p1, List.of("worker1"));
+    cluster.filter(p2, List.of("worker1"));
+    assertThat(cluster.bind(new PodRef("default", "p1"), "worker1").path("Error").asString()).isEmpty();
+    assertThat(cluster.bind(new PodRef("default", "p2"), "worker1").path("Error").asString()).isEqualTo("node worker1 has been locked within 5m0s: node lock contention");
+    cluster.completeAllocation(new PodRef("default", "p1"), "worker1");
     assertThat(cluster.bind(new PodRef("default", "p2"), "worker1").path("Error").asString()).isEmpty();
+  }
+
+  private CompletableFuture<JsonNode> bindLater(PodRef pod, String node) {
+    return CompletableFuture.supplyAsync(() -> {
+      try {
+        return cluster.bind(pod, node);
+      } catch (Exception e) {
+        throw new CompletionException(e);
+      }
+    }, runnable -> new Thread(runnable, "test-bind-" + pod.name()).start());
   }
 
   @Test

@@ -47,8 +47,10 @@ class SchedulerLifecycleTest {
 
   @Test
   void twoExtendersRacingForOneNodeLockHaveOneWinner() throws Exception {
-    cluster.start();
-    SchedulerServer other = SchedulerServer.start(SchedulerOptions.defaults().withBinds("127.0.0.1:0", "127.0.0.1:0"), DeviceConfig.DEFAULT, client, cluster.clock);
+    // Without a wait: the loser would otherwise wait for a device plugin this test does not run.
+    SchedulerOptions noWait = SchedulerOptions.defaults().withNodeLockRetryTimeout(Duration.ZERO);
+    cluster.start(noWait, DeviceConfig.DEFAULT);
+    SchedulerServer other = SchedulerServer.start(noWait.withBinds("127.0.0.1:0", "127.0.0.1:0"), DeviceConfig.DEFAULT, client, cluster.clock);
     extra.add(other);
     Pod a = cluster.create(small("a"));
     Pod b = cluster.create(small("b"));

@@ -42,7 +42,7 @@ final class LabApiDispatcher extends Dispatcher {
   private static final Pattern POD_LIST = Pattern.compile("/api/v1(/namespaces/[^/]+)?/pods");
   private static final String NODE_NAME_FIELD = "spec.nodeName";
 
-  private final KubernetesCrudDispatcher crud = new KubernetesCrudDispatcher();
+  private final KubernetesCrudDispatcher crud = new IndexedCrudDispatcher();
   private final AtomicReference<@Nullable AdmissionWebhookCaller> admission = new AtomicReference<>();
   private final Object bindingLock = new Object();
 

@@ -51,11 +51,21 @@ public final class JavaCommand {
    * @param args the subcommand and its flags
    */
   public Launch command(String logLevel, List<String> args) {
+    return command(logLevel, List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k"), args);
+  }
+
+  /**
+   * The command line of one component with JVM options of the caller's instead of the start-up tuning
+   * (a benchmark runs the scheduler with the JVM's own ergonomics, as a deployment does).
+   *
+   * @param logLevel the SLF4J level of the component's log
+   * @param jvmOptions the JVM's options
+   * @param args the subcommand and its flags
+   */
+  public Launch command(String logLevel, List<String> jvmOptions, List<String> args) {
     List<String> out = new ArrayList<>();
     out.add(java);
-    out.add("-XX:TieredStopAtLevel=1");
-    out.add("-XX:+UseSerialGC");
-    out.add("-Xss512k");
+    out.addAll(jvmOptions);
     Optional<Path> writing = Optional.empty();
     Optional<Path> archive = archive();
     if (archive.isPresent() && Files.isRegularFile(archive.get())) {

@@ -192,6 +192,21 @@ public final class ReferenceDeployment {
     throw new UnavailableException("the reference deployment's Service " + name + " sends port " + port + " to a container port named " + target.asString() + " that no container has");
   }
 
+  /**
+   * The device configuration the scheduler reads: the {@code device-config.yaml} of whichever ConfigMap of
+   * the deployment carries one.
+   *
+   * @throws UnavailableException when none does
+   */
+  public String deviceConfiguration() {
+    return objects.stream()
+        .filter(o -> kind(o).equals("ConfigMap"))
+        .map(o -> o.path("data").path("device-config.yaml").asString(""))
+        .filter(content -> !content.isEmpty())
+        .findFirst()
+        .orElseThrow(() -> new UnavailableException("no ConfigMap of the reference deployment in " + directory + " has data.device-config.yaml"));
+  }
+
   private static java.util.stream.Stream<JsonNode> stream(JsonNode array) {
     List<JsonNode> items = new ArrayList<>();
     array.forEach(items::add);

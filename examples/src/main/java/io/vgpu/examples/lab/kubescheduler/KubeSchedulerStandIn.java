@@ -33,7 +33,9 @@ import java.util.HashSet;
 import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
@@ -54,6 +56,11 @@ import tools.jackson.databind.node.ObjectNode;
  *
  * <p>Deliberate deviations, so that the lab agrees with {@code vgpu simulate}: candidates go to the
  * extender in the scenario's node order and the first node it accepts is chosen.
+ *
+ * <p>The lab binds each pod before it schedules the next. With {@link BindingCycle#parallel} the stand-in
+ * works as kube-scheduler's scheduling and binding cycles do: the scheduling cycle (the extender's filter)
+ * takes one pod at a time from the pods the informer holds, and each pod's bind runs on its own, up to a
+ * number of binds in flight, while the next pod is filtered; a pod being bound waits for nothing else.
  */
 public final class KubeSchedulerStandIn implements AutoCloseable {
   private static final long LEASE_SECONDS = 15;
@@ -71,18 +78,69 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
   private final SharedIndexInformer<Node> nodes;
   private final SharedIndexInformer<ResourceQuota> quotas;
   private final ScheduledExecutorService leases;
+  private final BindingCycle cycle;
+  private final @Nullable ExecutorService binders;
+  private final @Nullable Semaphore bindSlots;
   private final Thread worker;
   private final Object lock = new Object();
   private final Map<String, Queued> queue = new LinkedHashMap<>();
   private final Set<String> seen = new HashSet<>();
   private final Set<String> gone = new HashSet<>();
+  /** Pods bound by this scheduler: an informer update older than the binding does not queue them again. */
+  private final Set<String> bound = new HashSet<>();
   private final List<PodRef> placed = new ArrayList<>();
   private long generation;
   private long sequence;
   private boolean busy;
+  private int binding;
   private volatile boolean closed;
 
-  private enum State { ACTIVE, UNSCHEDULABLE, BACKOFF }
+  private enum State { ACTIVE, UNSCHEDULABLE, BACKOFF, BINDING }
+
+  /**
+   * How binds run, and who hears how long the extender took.
+   *
+   * @param bindsInFlight 0: each pod is bound before the next is scheduled (the lab); k &gt; 0: up to k
+   *     binds run beside the scheduling cycle, which waits only when k are in flight
+   * @param timings told the duration of every extender call
+   */
+  public record BindingCycle(int bindsInFlight, ExtenderTimings timings) {
+    /** The lab's: bind, then schedule the next pod. */
+    public static final BindingCycle SERIAL = new BindingCycle(0, ExtenderTimings.NONE);
+
+    /** Validates the count. */
+    public BindingCycle {
+      if (bindsInFlight < 0) {
+        throw new IllegalArgumentException("bindsInFlight " + bindsInFlight + " is negative");
+      }
+    }
+
+    /** Up to {@code bindsInFlight} binds beside the scheduling cycle, as kube-scheduler's binding goroutines. */
+    public static BindingCycle parallel(int bindsInFlight, ExtenderTimings timings) {
+      if (bindsInFlight < 1) {
+        throw new IllegalArgumentException("bindsInFlight must be at least 1, got " + bindsInFlight);
+      }
+      return new BindingCycle(bindsInFlight, timings);
+    }
+  }
+
+  /** Hears how long each extender call took, as kube-scheduler saw it (HTTPS and JSON included). */
+  public interface ExtenderTimings {
+    /** Hears nothing. */
+    ExtenderTimings NONE = new ExtenderTimings() {
+      @Override
+      public void filtered(PodRef pod, long nanos, boolean placed) {}
+
+      @Override
+      public void bound(PodRef pod, String node, long nanos, String error) {}
+    };
+
+    /** A filter call returned; {@code placed} when it named a node. */
+    void filtered(PodRef pod, long nanos, boolean placed);
+
+    /** A bind call returned; {@code error} is empty on success. */
+    void bound(PodRef pod, String node, long nanos, String error);
+  }
 
   /** A pod waiting to be scheduled. */
   private static final class Queued {
@@ -112,7 +170,30 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
    */
   public KubeSchedulerStandIn(
       KubernetesClient client, KubeSchedulerConfig config, URI extenderBase, SSLContext tls, Supplier<List<String>> nodeOrder, String schedulerHostname) {
+    this(client, config, extenderBase, tls, nodeOrder, schedulerHostname, BindingCycle.SERIAL);
+  }
+
+  /**
+   * Starts the scheduler with a binding cycle of its own (see {@link BindingCycle}).
+   *
+   * @param extenderBase where the extender's urlPrefix points in the lab
+   * @param tls the TLS context for the extender (trust, and a client certificate when configured)
+   * @param nodeOrder the nodes in the scenario's order
+   * @param schedulerHostname the hostname of kube-scheduler's pod: the vgpu scheduler pod's name
+   * @param cycle how binds run
+   */
+  public KubeSchedulerStandIn(
+      KubernetesClient client,
+      KubeSchedulerConfig config,
+      URI extenderBase,
+      SSLContext tls,
+      Supplier<List<String>> nodeOrder,
+      String schedulerHostname,
+      BindingCycle cycle) {
     this.client = client;
+    this.cycle = cycle;
+    this.binders = cycle.bindsInFlight() == 0 ? null : Executors.newFixedThreadPool(cycle.bindsInFlight(), r -> daemon(r, "lab-kube-scheduler-bind"));
+    this.bindSlots = cycle.bindsInFlight() == 0 ? null : new Semaphore(cycle.bindsInFlight());
     this.config = config;
     this.extender = new ExtenderClient(config.extender(), extenderBase, tls);
     this.nodeOrder = nodeOrder;
@@ -152,7 +233,7 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
    */
   public boolean idle() {
     synchronized (lock) {
-      if (busy) {
+      if (busy || binding > 0) {
         return false;
       }
       for (Queued q : queue.values()) {
@@ -170,6 +251,9 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
       List<String> out = new ArrayList<>();
       if (busy) {
         out.add("kube-scheduler is scheduling a pod");
+      }
+      if (binding > 0) {
+        out.add("kube-scheduler is binding " + binding + " pods");
       }
       for (Queued q : queue.values()) {
         if (q.state != State.UNSCHEDULABLE || q.attemptGeneration != generation) {
@@ -288,7 +372,7 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
             && !terminal(pod);
     synchronized (lock) {
       seen.add(uid);
-      if (!waiting) {
+      if (!waiting || bound.contains(uid)) {
         queue.remove(uid);
       } else if (!queue.containsKey(uid)) {
         queue.put(uid, new Queued(uid, PodRefs.of(pod), sequence++));
@@ -343,7 +427,11 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
   }
 
   private void schedule(Queued queued, long attemptGeneration) throws IOException, InterruptedException {
-    Pod pod = client.pods().inNamespace(queued.ref.namespace()).withName(queued.ref.name()).get();
+    // kube-scheduler schedules the pod its informer delivered; the lab reads it afresh, as it binds in step.
+    Pod pod =
+        cycle.bindsInFlight() > 0
+            ? pods.getStore().getByKey(queued.ref.namespace() + "/" + queued.ref.name())
+            : client.pods().inNamespace(queued.ref.namespace()).withName(queued.ref.name()).get();
     if (pod == null || !queued.uid.equals(pod.getMetadata().getUid()) || (pod.getSpec().getNodeName() != null && !pod.getSpec().getNodeName().isEmpty())) {
       synchronized (lock) {
         queue.remove(queued.uid);
@@ -374,7 +462,9 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
       bindDirectly(queued, pod, candidates.get(0));
       return;
     }
+    long filterStart = System.nanoTime();
     ExtenderClient.Filtered filtered = extender.filter(pod, candidates);
+    cycle.timings().filtered(queued.ref, System.nanoTime() - filterStart, filtered.error().isEmpty() && !filtered.nodeNames().isEmpty());
     if (!filtered.error().isEmpty()) {
       events.warning(pod, "FailedScheduling", "extender error: " + filtered.error());
       backOff(queued, Map.of("", filtered.error()));
@@ -386,13 +476,42 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
       unschedulable(queued, pod, ordered(reasons), attemptGeneration);
       return;
     }
-    String error = extender.bind(pod, chosen.get());
-    if (!error.isEmpty()) {
-      events.warning(pod, "FailedScheduling", "binding rejected: " + error);
-      backOff(queued, Map.of(chosen.get(), error));
+    if (binders == null || bindSlots == null) {
+      bind(queued, pod, chosen.get());
       return;
     }
-    scheduled(queued, pod, chosen.get());
+    bindSlots.acquire();
+    synchronized (lock) {
+      queued.state = State.BINDING;
+      binding++;
+    }
+    binders.execute(() -> {
+      try {
+        bind(queued, pod, chosen.get());
+      } catch (IOException | RuntimeException e) {
+        backOff(queued, Map.of(chosen.get(), "binding error: " + e.getMessage()));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      } finally {
+        synchronized (lock) {
+          binding--;
+          lock.notifyAll();
+        }
+        bindSlots.release();
+      }
+    });
+  }
+
+  private void bind(Queued queued, Pod pod, String node) throws IOException, InterruptedException {
+    long bindStart = System.nanoTime();
+    String error = extender.bind(pod, node);
+    cycle.timings().bound(queued.ref, node, System.nanoTime() - bindStart, error);
+    if (!error.isEmpty()) {
+      events.warning(pod, "FailedScheduling", "binding rejected: " + error);
+      backOff(queued, Map.of(node, error));
+      return;
+    }
+    scheduled(queued, pod, node);
   }
 
   private Map<String, String> ordered(Map<String, String> reasons) {
@@ -441,6 +560,7 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
   private void scheduled(Queued queued, Pod pod, String node) {
     synchronized (lock) {
       queue.remove(queued.uid);
+      bound.add(queued.uid);
       placed.add(queued.ref);
     }
     events.normal(pod, "Scheduled", "Successfully assigned " + queued.ref + " to " + node);
@@ -517,6 +637,9 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
   public void close() {
     closed = true;
     worker.interrupt();
+    if (binders != null) {
+      binders.shutdownNow();
+    }
     leases.shutdownNow();
     pods.close();
     nodes.close();

@@ -1,0 +1,151 @@
+package io.vgpu.examples.throughput;
+
+import io.vgpu.examples.lab.LabHome;
+import io.vgpu.examples.lab.LabWorkspace;
+import io.vgpu.k8s.cli.GoDuration;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.Callable;
+import org.jspecify.annotations.Nullable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code vgpu throughput-bench}: a burst of GPU pods through the real {@code vgpu scheduler} at cluster
+ * scale, end to end (kube-scheduler's extender calls over HTTPS, the API server, the node locks and the
+ * kubelet's handshake), with the scheduler's own CPU and heap, beside the same burst through the engine
+ * in-process.
+ */
+@Command(
+    name = ThroughputBenchCommand.NAME,
+    mixinStandardHelpOptions = true,
+    description = "Measure how fast the real vgpu scheduler places a burst of pods at cluster scale (stand-ins for the API server, kube-scheduler and kubelets).")
+public final class ThroughputBenchCommand implements Callable<Integer> {
+  /** The subcommand's name. */
+  public static final String NAME = "throughput-bench";
+
+  @Option(names = "--nodes", split = ",", paramLabel = "N[,N...]", defaultValue = "1000",
+      description = "GPU nodes of 8 cards; several sizes run one after the other (default ${DEFAULT-VALUE}).")
+  List<Integer> nodes;
+
+  @Option(names = "--pods", paramLabel = "P", defaultValue = "2000", description = "Pods in the measured burst (default ${DEFAULT-VALUE}).")
+  int pods;
+
+  @Option(names = "--running", paramLabel = "R", defaultValue = "0",
+      description = "Pods already running (bound, allocated, about 5 KB each) before the scheduler starts (default ${DEFAULT-VALUE}).")
+  int running;
+
+  @Option(names = "--warmup", paramLabel = "W", description = "Pods of an unmeasured burst first (default: 200, at most one per node).")
+  @Nullable Integer warmup;
+
+  @Option(names = "--binds-in-flight", paramLabel = "K", defaultValue = "16",
+      description = "Binds kube-scheduler keeps in flight beside its scheduling cycle (default ${DEFAULT-VALUE}).")
+  int bindsInFlight;
+
+  @Option(names = "--kubelet-threads", paramLabel = "T", defaultValue = "8", description = "Nodes the kubelet stand-in allocates on at once (default ${DEFAULT-VALUE}).")
+  int kubeletThreads;
+
+  @Option(names = "--seed", defaultValue = "42", description = "Seed of the pods' GPU shares (default ${DEFAULT-VALUE}).")
+  long seed;
+
+  @Option(names = "--timeout", defaultValue = "5m", converter = GoDuration.class, description = "How long one burst may take (default ${DEFAULT-VALUE}).")
+  Duration timeout;
+
+  @Option(names = "--scheduler-java-options", paramLabel = "OPTIONS",
+      description = "The scheduler JVM's options, space-separated (default: none, the JVM's own ergonomics), e.g. -XX:StartFlightRecording=filename=s.jfr.")
+  @Nullable String schedulerJavaOptions;
+
+  @Option(names = "--profile", paramLabel = "FILE",
+      description = "Record the scheduler with Java Flight Recorder during the measured burst (one size only), e.g. s.jfr; read it with jfr print or JDK Mission Control.")
+  @Nullable Path profile;
+
+  @Option(names = "--output", defaultValue = "text", description = "text or json (default ${DEFAULT-VALUE}).")
+  Output output;
+
+  @Option(names = "--plot", paramLabel = "FILE", description = "Also write an SVG of pods per second against node count.")
+  @Nullable Path plot;
+
+  @Option(names = "--keep", paramLabel = "DIR", description = "Keep the scheduler's log, its configuration and the certificates in DIR.")
+  @Nullable Path keep;
+
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+  /** Output formats. */
+  enum Output {
+    text,
+    json
+  }
+
+  @Override
+  public Integer call() {
+    validate();
+    PrintWriter out = spec.commandLine().getOut();
+    PrintWriter progress = new PrintWriter(System.err, true, StandardCharsets.UTF_8);
+    LabHome home = LabHome.locate();
+    List<ThroughputResult> results = new ArrayList<>();
+    for (int n : nodes) {
+      int w = warmup != null ? warmup : Math.min(200, n);
+      ThroughputRun.Settings settings =
+          new ThroughputRun.Settings(n, pods, running, w, bindsInFlight, kubeletThreads, seed, timeout, javaOptions(), Optional.ofNullable(profile));
+      try (LabWorkspace workspace = keep == null ? LabWorkspace.temporary() : LabWorkspace.kept(nodes.size() == 1 ? keep : keep.resolve(n + "-nodes"))) {
+        results.add(new ThroughputRun(home, settings, progress).run(workspace));
+      }
+    }
+    if (output == Output.json) {
+      out.print(ThroughputReport.json(results));
+    } else {
+      out.print(ThroughputReport.text(results));
+    }
+    out.flush();
+    if (plot != null) {
+      try {
+        Files.writeString(plot, ThroughputPlot.svg(results));
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot write --plot " + plot, e);
+      }
+    }
+    return results.stream().allMatch(ThroughputBenchCommand::sound) ? 0 : 1;
+  }
+
+  /** Every pod placed and bound once, no card over-committed. */
+  static boolean sound(ThroughputResult r) {
+    return r.audit().lostCount() == 0 && r.audit().overbookedCount() == 0 && r.successfulBinds() == r.pods();
+  }
+
+  private void validate() {
+    for (int n : nodes) {
+      positive("--nodes", n);
+    }
+    positive("--pods", pods);
+    positive("--binds-in-flight", bindsInFlight);
+    positive("--kubelet-threads", kubeletThreads);
+    if (running < 0) {
+      throw new CommandLine.ParameterException(spec.commandLine(), "--running " + running + " must not be negative");
+    }
+    if (profile != null && nodes.size() > 1) {
+      throw new CommandLine.ParameterException(spec.commandLine(), "--profile records one run: give one --nodes size");
+    }
+    if (warmup != null && warmup < 0) {
+      throw new CommandLine.ParameterException(spec.commandLine(), "--warmup " + warmup + " must not be negative");
+    }
+  }
+
+  private void positive(String option, int value) {
+    if (value < 1) {
+      throw new CommandLine.ParameterException(spec.commandLine(), option + " " + value + " must be at least 1");
+    }
+  }
+
+  private List<String> javaOptions() {
+    return schedulerJavaOptions == null || schedulerJavaOptions.isBlank() ? List.of() : List.of(schedulerJavaOptions.trim().split("\\s+"));
+  }
+}

@@ -1,0 +1,53 @@
+package io.vgpu.examples.throughput;
+
+import java.util.List;
+import java.util.Map;
+
+/**
+ * One run of the throughput benchmark.
+ *
+ * @param nodes the cluster's GPU nodes (8 cards each)
+ * @param pods the burst's pods
+ * @param running pods already running before the scheduler started
+ * @param bindsInFlight kube-scheduler's binds in flight at most
+ * @param burstSeconds from the first pod's creation to the last pod's handshake done
+ * @param podsPerSecond the burst's pods over {@code burstSeconds}
+ * @param schedulerCpuMsPerPod the scheduler process's CPU time during the burst, per pod
+ * @param standInCpuMsPerPod this process's CPU time during the burst, per pod: the API server, kube-scheduler
+ *     and kubelet stand-ins
+ * @param filterP50Ms median filter call as kube-scheduler timed it (HTTPS and JSON included)
+ * @param filterP99Ms 99th percentile of the same
+ * @param bindP50Ms median bind call
+ * @param bindP99Ms 99th percentile of the same
+ * @param heapMiB the scheduler's Java heap after a full collection, after the burst
+ * @param residentMiB the scheduler process's resident memory after the burst
+ * @param enginePodsPerSecond the same burst through the engine in this JVM
+ * @param audit whether every pod was placed once and no card over-committed
+ * @param successfulBinds binds the extender accepted during the burst: one per pod when none was bound twice
+ * @param bindRejections binds the extender refused during the burst, by kind (kube-scheduler retried them)
+ * @param filterMisses filter calls during the burst that placed no pod
+ * @param setupSeconds building the cluster and starting the scheduler, including its ledger rebuild
+ * @param loadAverage the machine's one-minute load average before and after the burst
+ */
+record ThroughputResult(
+    int nodes,
+    int pods,
+    int running,
+    int bindsInFlight,
+    double burstSeconds,
+    double podsPerSecond,
+    double schedulerCpuMsPerPod,
+    double standInCpuMsPerPod,
+    double filterP50Ms,
+    double filterP99Ms,
+    double bindP50Ms,
+    double bindP99Ms,
+    double heapMiB,
+    double residentMiB,
+    double enginePodsPerSecond,
+    PlacementAudit audit,
+    int successfulBinds,
+    Map<String, Integer> bindRejections,
+    int filterMisses,
+    double setupSeconds,
+    List<Double> loadAverage) {}

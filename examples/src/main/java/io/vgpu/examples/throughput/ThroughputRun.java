@@ -1,0 +1,334 @@
+package io.vgpu.examples.throughput;
+
+import io.fabric8.kubernetes.api.model.HasMetadata;
+import io.fabric8.kubernetes.api.model.NamespaceBuilder;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhookConfiguration;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.vgpu.api.PodGrant;
+import io.vgpu.api.PodRef;
+import io.vgpu.examples.lab.LabHome;
+import io.vgpu.examples.lab.LabWorkspace;
+import io.vgpu.examples.lab.apiserver.ApiServerStandIn;
+import io.vgpu.examples.lab.components.ComponentProcess;
+import io.vgpu.examples.lab.components.JavaCommand;
+import io.vgpu.examples.lab.components.ReferenceDeployment;
+import io.vgpu.examples.lab.components.SchedulerLaunch;
+import io.vgpu.examples.lab.kubescheduler.KubeSchedulerConfig;
+import io.vgpu.examples.lab.kubescheduler.KubeSchedulerStandIn;
+import io.vgpu.k8s.cli.UnavailableException;
+import io.vgpu.k8s.config.DeviceConfig;
+import io.vgpu.k8s.config.DeviceConfigReader;
+import io.vgpu.k8s.pod.PodJson;
+import io.vgpu.k8s.pod.PodRefs;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.ExecutionException;
+import java.util.function.IntFunction;
+import tools.jackson.databind.JsonNode;
+
+/**
+ * One run of the benchmark at one cluster size: the API server stand-in with the nodes (and the pods
+ * already running), the reference deployment's {@code vgpu scheduler} as its own JVM over HTTPS, the
+ * lab's kube-scheduler with its binding cycle beside its scheduling cycle, and the allocating kubelet;
+ * a warm-up burst, then the measured burst; then the same burst through the engine in this JVM.
+ */
+final class ThroughputRun {
+  /** The placement policies a device config may name (the engine's built-in ones). */
+  private static final Set<String> POLICIES = Set.of("fgd", "vgpu", "bestfit", "random");
+  private static final int CREATORS = 4;
+
+  /**
+   * What to run.
+   *
+   * @param nodes GPU nodes
+   * @param pods the measured burst's pods
+   * @param running pods running before the scheduler starts
+   * @param warmup pods of the warm-up burst (JIT, connections), not measured
+   * @param bindsInFlight kube-scheduler's binds in flight at most
+   * @param kubeletThreads how many nodes the kubelet allocates on at once
+   * @param seed the seed of the pods' shares
+   * @param timeout how long the burst may take
+   * @param schedulerJavaOptions the scheduler JVM's options
+   * @param profile where to write a Flight Recorder recording of the scheduler during the measured burst, if anywhere
+   */
+  record Settings(
+      int nodes,
+      int pods,
+      int running,
+      int warmup,
+      int bindsInFlight,
+      int kubeletThreads,
+      long seed,
+      Duration timeout,
+      List<String> schedulerJavaOptions,
+      Optional<Path> profile) {}
+
+  private final LabHome home;
+  private final Settings settings;
+  private final PrintWriter progress;
+
+  ThroughputRun(LabHome home, Settings settings, PrintWriter progress) {
+    this.home = home;
+    this.settings = settings;
+    this.progress = progress;
+  }
+
+  /** Runs the benchmark in {@code workspace}. */
+  ThroughputResult run(LabWorkspace workspace) {
+    long setupStart = System.nanoTime();
+    ReferenceDeployment deployment = ReferenceDeployment.read(home.deployDirectory());
+    Path deviceConfigFile = writeDeviceConfig(deployment, workspace);
+    DeviceConfig config = new DeviceConfigReader(POLICIES).readFile(deviceConfigFile);
+    KubeSchedulerConfig kubeSchedulerConfig = KubeSchedulerConfig.of(deployment.schedulerConfiguration());
+    SyntheticCluster cluster = new SyntheticCluster(config, deployment.devicePlugin().nodeSelector(), kubeSchedulerConfig.schedulerNames().iterator().next());
+    List<String> nodeOrder = new ArrayList<>();
+    for (int i = 0; i < settings.nodes(); i++) {
+      nodeOrder.add(SyntheticCluster.nodeName(i));
+    }
+    List<SyntheticCluster.Share> shares = SyntheticCluster.shares(settings.running() + settings.warmup() + settings.pods(), settings.seed());
+    List<Pod> warmup = pending(cluster, "warmup", shares.subList(settings.running(), settings.running() + settings.warmup()));
+    List<Pod> burst = pending(cluster, "burst", shares.subList(settings.running() + settings.warmup(), shares.size()));
+
+    BurstRecorder recorder = new BurstRecorder();
+    try (ApiServerStandIn api = ApiServerStandIn.start(); KubernetesClient client = api.client()) {
+      Path kubeconfig = api.writeKubeconfig(workspace.file("kubeconfig"));
+      for (String ns : List.of("default", "kube-system", SyntheticCluster.NAMESPACE)) {
+        client.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(ns).addToLabels("kubernetes.io/metadata.name", ns).endMetadata().build()).create();
+      }
+      say("creating %d nodes", settings.nodes());
+      createAll(client, settings.nodes(), cluster::node);
+      if (settings.running() > 0) {
+        say("placing %d running pods", settings.running());
+        List<Pod> running = runningPods(config, cluster, shares.subList(0, settings.running()));
+        createAll(client, running.size(), running::get);
+      }
+
+      SchedulerLaunch launch = SchedulerLaunch.plan(deployment, workspace, deviceConfigFile, kubeconfig);
+      // The scheduler pod's init container fills the caBundle of the chart's webhook configuration: it must exist.
+      client.admissionRegistration().v1().mutatingWebhookConfigurations()
+          .resource(PodJson.mapper().treeToValue(deployment.webhookConfiguration(), MutatingWebhookConfiguration.class)).create();
+      launch.runCertificates(kubeconfig, workspace.file("logs/certificates.log"));
+      JavaCommand.Launch command = new JavaCommand(Optional.of(home.root().resolve("target/lab-cds"))).command("info", settings.schedulerJavaOptions(), launch.args());
+      ComponentProcess scheduler = new ComponentProcess("scheduler", command.command(), launch.env(), workspace.file("logs/scheduler.log"));
+      Thread killer = new Thread(scheduler::kill, "throughput-bench-cleanup");
+      Runtime.getRuntime().addShutdownHook(killer);
+      say("starting the scheduler");
+      scheduler.start();
+      try (AllocatingKubelet kubelet = new AllocatingKubelet(client, config, settings.kubeletThreads(), recorder::allocated)) {
+        URI prefix = kubeSchedulerConfig.extender().urlPrefix();
+        int extenderPort = launch.labPort(prefix.getPort() < 0 ? 443 : prefix.getPort(), "the extender's urlPrefix " + prefix);
+        try (KubeSchedulerStandIn kubeScheduler =
+            new KubeSchedulerStandIn(client, kubeSchedulerConfig, URI.create("https://127.0.0.1:" + extenderPort + prefix.getRawPath()), launch.kubeSchedulerTls(kubeSchedulerConfig),
+                () -> nodeOrder, launch.podName(), KubeSchedulerStandIn.BindingCycle.parallel(settings.bindsInFlight(), recorder))) {
+          // The scheduler leads once it sees kube-scheduler's Lease held by its own pod.
+          awaitReady(scheduler, launch.metricsPort());
+          double setupSeconds = (System.nanoTime() - setupStart) / 1e9;
+          if (!warmup.isEmpty()) {
+            say("warm-up: %d pods", warmup.size());
+            burst(client, warmup, recorder, scheduler, settings.timeout());
+          }
+          recorder.resetTimings();
+          ProcessMeter meter = new ProcessMeter(scheduler.pid());
+          ProcessMeter standIns = new ProcessMeter(ProcessHandle.current().pid());
+          double loadBefore = loadAverage();
+          say("burst: %d pods onto %d nodes", burst.size(), settings.nodes());
+          settings.profile().ifPresent(meter::startRecording);
+          double cpuBefore = meter.cpuMillis();
+          double standInsBefore = standIns.cpuMillis();
+          double seconds = burst(client, burst, recorder, scheduler, settings.timeout());
+          double cpu = meter.cpuMillis() - cpuBefore;
+          double standInCpu = standIns.cpuMillis() - standInsBefore;
+          if (settings.profile().isPresent()) {
+            meter.stopRecording();
+          }
+          double loadAfter = loadAverage();
+          double heap = meter.heapAfterFullGcMiB();
+          double resident = meter.residentMiB();
+          Set<PodRef> refs = refs(burst);
+          PlacementAudit audit = PlacementAudit.of(refs, client.pods().inNamespace(SyntheticCluster.NAMESPACE).list().getItems(), client.nodes().list().getItems());
+          say("the same burst through the engine in-process");
+          double engine = enginePodsPerSecond(config, cluster, shares, warmup, burst);
+          double[] filters = recorder.filterMillis();
+          double[] binds = recorder.bindMillis();
+          return new ThroughputResult(
+              settings.nodes(),
+              burst.size(),
+              settings.running(),
+              settings.bindsInFlight(),
+              round(seconds, 3),
+              round(burst.size() / seconds, 1),
+              round(cpu / burst.size(), 3),
+              round(standInCpu / burst.size(), 3),
+              round(BurstRecorder.percentile(filters, 50), 2),
+              round(BurstRecorder.percentile(filters, 99), 2),
+              round(BurstRecorder.percentile(binds, 50), 2),
+              round(BurstRecorder.percentile(binds, 99), 2),
+              round(heap, 1),
+              round(resident, 1),
+              round(engine, 1),
+              audit,
+              recorder.successfulBinds(),
+              recorder.bindErrors(),
+              recorder.filterMisses(),
+              round(setupSeconds, 2),
+              List.of(round(loadBefore, 2), round(loadAfter, 2)));
+        }
+      } finally {
+        scheduler.stop();
+        command.publishArchive();
+        Runtime.getRuntime().removeShutdownHook(killer);
+      }
+    }
+  }
+
+  private void say(String format, Object... args) {
+    progress.printf(Locale.ROOT, "throughput-bench: " + format + "%n", args);
+    progress.flush();
+  }
+
+  /** The reference deployment's device configuration, written where the scheduler reads it. */
+  private static Path writeDeviceConfig(ReferenceDeployment deployment, LabWorkspace workspace) {
+    return workspace.write("config/device-config.yaml", deployment.deviceConfiguration());
+  }
+
+  private static List<Pod> pending(SyntheticCluster cluster, String prefix, List<SyntheticCluster.Share> shares) {
+    List<Pod> out = new ArrayList<>(shares.size());
+    for (int i = 0; i < shares.size(); i++) {
+      out.add(cluster.pending(String.format(Locale.ROOT, "%s-%05d", prefix, i), shares.get(i)));
+    }
+    return out;
+  }
+
+  /** Pods placed by an engine with the scheduler's configuration, as they run once their handshake is done. */
+  private List<Pod> runningPods(DeviceConfig config, SyntheticCluster cluster, List<SyntheticCluster.Share> shares) {
+    InProcessEngine engine = new InProcessEngine(config, cluster, settings.nodes());
+    Instant started = Instant.now().minus(Duration.ofHours(1));
+    List<Pod> out = new ArrayList<>(shares.size());
+    for (int i = 0; i < shares.size(); i++) {
+      String name = String.format(Locale.ROOT, "running-%05d", i);
+      Optional<PodGrant> grant = engine.schedule(cluster.pending(name, shares.get(i)));
+      if (grant.isEmpty()) {
+        throw new UnavailableException(settings.nodes() + " nodes cannot hold " + shares.size() + " running pods (pod " + i + " fits nowhere); give fewer --running");
+      }
+      out.add(cluster.running(name, shares.get(i), grant.get(), started));
+    }
+    return out;
+  }
+
+  /** The same pods through an engine of this JVM, from the same start (running pods, warm-up); pods per second. */
+  private double enginePodsPerSecond(DeviceConfig config, SyntheticCluster cluster, List<SyntheticCluster.Share> shares, List<Pod> warmup, List<Pod> burst) {
+    InProcessEngine engine = new InProcessEngine(config, cluster, settings.nodes());
+    for (int i = 0; i < settings.running(); i++) {
+      engine.schedule(cluster.pending(String.format(Locale.ROOT, "running-%05d", i), shares.get(i)));
+    }
+    engine.scheduleAll(warmup);
+    long start = System.nanoTime();
+    engine.scheduleAll(burst);
+    return burst.size() / ((System.nanoTime() - start) / 1e9);
+  }
+
+  /** Creates the pods and waits until the kubelet allocated every one; the seconds that took. */
+  private static double burst(KubernetesClient client, List<Pod> pods, BurstRecorder recorder, ComponentProcess scheduler, Duration timeout) {
+    Set<PodRef> refs = refs(pods);
+    long start = System.nanoTime();
+    createAll(client, pods.size(), pods::get);
+    long deadline = start + timeout.toNanos();
+    while (recorder.allocatedOf(refs) < refs.size()) {
+      if (!scheduler.alive()) {
+        throw scheduler.failure("the scheduler exited during the burst");
+      }
+      if (System.nanoTime() > deadline) {
+        break;
+      }
+      sleep(5);
+    }
+    return (System.nanoTime() - start) / 1e9;
+  }
+
+  private static Set<PodRef> refs(List<Pod> pods) {
+    Set<PodRef> refs = new LinkedHashSet<>();
+    pods.forEach(p -> refs.add(PodRefs.of(p)));
+    return refs;
+  }
+
+  /** Creates {@code count} objects through the API server, a few requests at a time. */
+  private static void createAll(KubernetesClient client, int count, IntFunction<? extends HasMetadata> object) {
+    ExecutorService creators = Executors.newFixedThreadPool(CREATORS);
+    try {
+      List<Future<?>> done = new ArrayList<>();
+      for (int c = 0; c < CREATORS; c++) {
+        int first = c;
+        done.add(creators.submit(() -> {
+          for (int i = first; i < count; i += CREATORS) {
+            client.resource(object.apply(i)).create();
+          }
+        }));
+      }
+      for (Future<?> f : done) {
+        f.get();
+      }
+    } catch (ExecutionException e) {
+      throw new UnavailableException("the API server refused an object: " + e.getCause().getMessage());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new UnavailableException("interrupted while creating objects");
+    } finally {
+      creators.shutdownNow();
+    }
+  }
+
+  private static void awaitReady(ComponentProcess scheduler, int metricsPort) {
+    HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+    URI readyz = URI.create("http://127.0.0.1:" + metricsPort + "/readyz");
+    scheduler.awaitReady(() -> {
+      try {
+        return http.send(HttpRequest.newBuilder(readyz).timeout(Duration.ofSeconds(2)).GET().build(), HttpResponse.BodyHandlers.discarding()).statusCode() == 200;
+      } catch (IOException e) {
+        return false;
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return false;
+      }
+    }, "ready (/readyz: ledger synced and leading)", Duration.ofMinutes(3));
+  }
+
+  private static double loadAverage() {
+    try {
+      return Double.parseDouble(Files.readString(Path.of("/proc/loadavg")).split(" ")[0]);
+    } catch (IOException | RuntimeException e) {
+      return -1;
+    }
+  }
+
+  private static void sleep(long millis) {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new UnavailableException("interrupted");
+    }
+  }
+
+  static double round(double value, int digits) {
+    double scale = Math.pow(10, digits);
+    return Math.round(value * scale) / scale;
+  }
+}

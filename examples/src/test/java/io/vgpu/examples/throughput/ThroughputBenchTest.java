@@ -1,0 +1,51 @@
+package io.vgpu.examples.throughput;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.vgpu.k8s.cli.Vgpu;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * {@code vgpu throughput-bench} end to end at a small size: the real scheduler process over HTTPS, the
+ * API server, kube-scheduler and kubelet stand-ins. Speed is not asserted here (the README's runs are
+ * the benchmark); what is: every pod of the burst placed and bound exactly once, no card over-committed,
+ * and the report's keys.
+ */
+class ThroughputBenchTest {
+  @TempDir Path temp;
+
+  @Test
+  void aSmallBurstIsPlacedAndBoundOncePerPodWithTheReportedKeys() throws Exception {
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    Path plot = temp.resolve("plot.svg");
+    int code = Vgpu.run(
+        new String[] {"throughput-bench", "--nodes", "20", "--pods", "50", "--warmup", "5", "--output", "json", "--plot", plot.toString()},
+        new PrintWriter(out, true),
+        new PrintWriter(err, true));
+    assertThat(code).as("exit code; stderr: %s; stdout: %s", err, out).isZero();
+
+    JsonNode report = JsonMapper.builder().build().readTree(out.toString());
+    assertThat(report.propertyNames())
+        .contains("podsPerSecond", "schedulerCpuMsPerPod", "filterP99Ms", "bindP99Ms", "heapMiB", "enginePodsPerSecond");
+    assertThat(report.path("nodes").asInt()).isEqualTo(20);
+    assertThat(report.path("pods").asInt()).isEqualTo(50);
+    assertThat(report.path("placed").asInt()).as("pods placed").isEqualTo(50);
+    assertThat(report.path("binds").asInt()).as("binds accepted: one per pod").isEqualTo(50);
+    assertThat(report.path("lost").asInt()).isZero();
+    assertThat(report.path("overbookedCards").asInt()).isZero();
+    assertThat(report.path("problems").isEmpty()).isTrue();
+    for (String key : new String[] {"podsPerSecond", "schedulerCpuMsPerPod", "filterP99Ms", "bindP99Ms", "heapMiB", "enginePodsPerSecond"}) {
+      assertThat(report.path(key).asDouble()).as(key).isPositive();
+    }
+    assertThat(report.path("filterP99Ms").asDouble()).isGreaterThanOrEqualTo(report.path("filterP50Ms").asDouble());
+    assertThat(Files.readString(plot)).startsWith("<svg").contains("20");
+  }
+}
