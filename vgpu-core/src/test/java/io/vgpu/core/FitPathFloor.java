@@ -5,7 +5,6 @@ import io.vgpu.api.PodRef;
 import io.vgpu.api.PodRequest;
 import io.vgpu.api.PolicyOverrides;
 import io.vgpu.api.ScoringWeights;
-import io.vgpu.api.spi.CardDemand;
 import io.vgpu.api.spi.NodeView;
 import io.vgpu.api.spi.PlacementPolicy;
 import io.vgpu.api.spi.PlacementPolicyProvider;
@@ -105,8 +104,12 @@ public final class FitPathFloor {
     }
 
     /** Scores every node 0 and, while collecting, keeps the snapshot the engine scores. */
-    static final class Collecting implements PlacementPolicy {
+    static final class Collecting extends IndexOrderPolicy {
       private List<NodeState> sink;
+
+      Collecting() {
+        super(POLICY);
+      }
 
       synchronized List<NodeState> collect(Engine engine, CompiledRequest request) {
         sink = new ArrayList<>();
@@ -119,20 +122,8 @@ public final class FitPathFloor {
       }
 
       @Override
-      public String name() {
-        return POLICY;
-      }
-
-      @Override
       public boolean scoresNodeUsageOnly() {
         return true;
-      }
-
-      @Override
-      public void rankCards(NodeView node, CardDemand demand, int[] order) {
-        for (int d = 0; d < node.deviceCount(); d++) {
-          order[d] = d;
-        }
       }
 
       @Override
