@@ -89,7 +89,8 @@ class ContainerRuntimeTest {
         Map.of("PATH", "/usr/bin:/bin"), List.of(), Optional.empty());
     RunningContainer c = runtime.start(spec);
     long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-    while (cgroups.pids(c.cgroup()).size() < 3 && System.nanoTime() < deadline) {
+    // the runtime's own set-up processes count too: wait for what the container printed as well
+    while ((cgroups.pids(c.cgroup()).size() < 3 || Files.readString(c.stdoutFile()).isEmpty()) && System.nanoTime() < deadline) {
       Thread.sleep(20);
     }
     assertThat(c.cgroup()).isEqualTo("/" + workspace.root().getFileName() + "/kubepods/burstable/poduid-2/" + c.id());
