@@ -18,18 +18,17 @@ import io.vgpu.api.spi.ContainerContract;
 import io.vgpu.core.DeviceRegistrar;
 import io.vgpu.k8s.codec.DeviceListCodec;
 import io.vgpu.k8s.codec.HamiAnnotations;
-import io.vgpu.k8s.codec.NodeLockCodec;
 import io.vgpu.k8s.deviceplugin.v1beta1.AllocateResponse;
 import io.vgpu.k8s.deviceplugin.v1beta1.ContainerPreferredAllocationRequest;
 import io.vgpu.k8s.deviceplugin.v1beta1.ListAndWatchResponse;
 import io.vgpu.k8s.deviceplugin.v1beta1.PreferredAllocationRequest;
 import io.vgpu.k8s.scheduler.NodeLock;
+import io.vgpu.k8s.testing.NodeLocks;
 import io.vgpu.mock.GpuProfiles;
 import io.vgpu.mock.MockDeviceSource;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -110,8 +109,7 @@ class DevicePluginTest {
     appNames.forEach(n -> b.editSpec().addNewContainer().withName(n).endContainer().endSpec());
     Pod pod = client.pods().inNamespace("default").resource(b.build()).create();
     if (lock) {
-      client.nodes().withName("n1").edit(n -> new NodeBuilder(n).editMetadata()
-          .addToAnnotations(HamiAnnotations.NODE_LOCK, NodeLockCodec.encode(Instant.now(), "default", name)).endMetadata().build());
+      NodeLocks.lockFor(client, "n1", "default", name);
     }
     return pod;
   }

@@ -11,7 +11,6 @@ import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import io.vgpu.api.spi.ContainerContractProvider;
 import io.vgpu.core.Engine;
 import io.vgpu.k8s.codec.HamiAnnotations;
-import io.vgpu.k8s.codec.NodeLockCodec;
 import io.vgpu.k8s.simulate.Phase;
 import io.vgpu.k8s.testing.ContractProviders;
 import io.vgpu.k8s.simulate.Scenario;
@@ -19,6 +18,7 @@ import io.vgpu.k8s.simulate.ScenarioEvent;
 import io.vgpu.k8s.simulate.ScenarioParser;
 import io.vgpu.k8s.simulate.SimulationResult;
 import io.vgpu.k8s.simulate.Simulator;
+import io.vgpu.k8s.testing.NodeLocks;
 import io.vgpu.mock.GpuProfiles;
 import io.vgpu.mock.MockDeviceSource;
 import io.vgpu.nvidia.Interposer;
@@ -30,7 +30,6 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -82,8 +81,7 @@ class NodeAgentTest {
         .editSpec().withNodeName("n1").endSpec()
         .withNewStatus().withPhase("Pending").endStatus();
     Pod pod = client.pods().inNamespace(outcome.pod().namespace()).resource(b.build()).create();
-    client.nodes().withName("n1").edit(n -> new NodeBuilder(n).editMetadata()
-        .addToAnnotations(HamiAnnotations.NODE_LOCK, NodeLockCodec.encode(Instant.now(), outcome.pod().namespace(), outcome.pod().name())).endMetadata().build());
+    NodeLocks.lockFor(client, "n1", outcome.pod().namespace(), outcome.pod().name());
     return pod;
   }
 

@@ -9,11 +9,11 @@ import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import io.vgpu.k8s.codec.HamiAnnotations;
-import io.vgpu.k8s.codec.NodeLockCodec;
 import io.vgpu.k8s.config.DeviceConfig;
 import io.vgpu.k8s.config.WatchdogConfig;
 import io.vgpu.k8s.deviceplugin.FakeKubelet;
 import io.vgpu.k8s.deviceplugin.NodeAgent;
+import io.vgpu.k8s.testing.NodeLocks;
 import io.vgpu.nvidia.Nvml;
 import io.vgpu.nvidia.NvidiaDeviceSource;
 import java.io.IOException;
@@ -28,7 +28,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
@@ -114,8 +113,7 @@ class MemoryWatchdogNvmlTest {
         .withNewStatus().withPhase("Running")
         .addNewContainerStatus().withName("gpu").withContainerID("containerd://" + containerId).withReady(true).endContainerStatus()
         .endStatus().build()).create();
-    client.nodes().withName("n1").edit(n -> new NodeBuilder(n).editMetadata()
-        .addToAnnotations(HamiAnnotations.NODE_LOCK, NodeLockCodec.encode(Instant.now(), "team", name)).endMetadata().build());
+    NodeLocks.lockFor(client, "n1", "team", name);
     kubelet.allocate(List.of(GPU0 + "-0"));
     assertThat(hook.resolve("vgpu/limits/" + pod.getMetadata().getUid() + "_gpu")).content().contains("CUDA_DEVICE_MEMORY_LIMIT_0=" + mib + "m");
     return pod;
