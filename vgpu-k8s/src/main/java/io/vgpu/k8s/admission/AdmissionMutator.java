@@ -46,7 +46,8 @@ import tools.jackson.databind.JsonNode;
  *       exclusive card; GPU pods get the configured runtime class; with {@code overwriteEnv}, containers
  *       without GPU get {@code NVIDIA_VISIBLE_DEVICES=none};
  *   <li>a privileged container in a pod that asks for GPUs is denied;
- *   <li>a GPU pod gets the scheduler name, and is denied when {@code spec.nodeName} is set;
+ *   <li>a GPU pod gets the scheduler name, and is denied when {@code spec.nodeName} is set; with CPU-only
+ *       placement on, a pod without GPUs gets it too unless {@code spec.nodeName} is set;
  *   <li>the namespace quota is checked on the requested MiB and cores times the card count (app
  *       containers summed, init containers as their peak; a percentage or whole card counts 0 MiB here).
  * </ol>
@@ -76,6 +77,7 @@ public final class AdmissionMutator {
   private final DeviceConfig config;
   private final String schedulerName;
   private final boolean overwriteDefaultScheduler;
+  private final boolean placeCpuOnlyPods;
 
   /**
    * A mutator for one device configuration that hands GPU pods naming {@code default-scheduler} to
@@ -97,9 +99,24 @@ public final class AdmissionMutator {
    *     too (HAMi's {@code --force-overwrite-default-scheduler}); when false it is left as it is
    */
   public AdmissionMutator(DeviceConfig config, String schedulerName, boolean overwriteDefaultScheduler) {
+    this(config, schedulerName, overwriteDefaultScheduler, false);
+  }
+
+  /**
+   * A mutator for one device configuration.
+   *
+   * @param config the device configuration (resource names, defaults, env switches)
+   * @param schedulerName the scheduler GPU pods are handed to
+   * @param overwriteDefaultScheduler whether a pod that names {@code default-scheduler} is handed over
+   *     too (HAMi's {@code --force-overwrite-default-scheduler}); when false it is left as it is
+   * @param placeCpuOnlyPods whether pods without GPUs are handed to {@code schedulerName} as well, so
+   *     that its extender places them ({@code --place-cpu-only-pods})
+   */
+  public AdmissionMutator(DeviceConfig config, String schedulerName, boolean overwriteDefaultScheduler, boolean placeCpuOnlyPods) {
     this.config = config;
     this.schedulerName = schedulerName;
     this.overwriteDefaultScheduler = overwriteDefaultScheduler;
+    this.placeCpuOnlyPods = placeCpuOnlyPods;
   }
 
   /**
@@ -152,11 +169,14 @@ public final class AdmissionMutator {
     if (privileged.isPresent() && hasResource) {
       return AdmissionResult.denied("container " + privileged.get() + " is privileged");
     }
+    boolean nodeAssigned = spec.getNodeName() != null && !spec.getNodeName().isEmpty();
     if (hasResource) {
       spec.setSchedulerName(schedulerName);
-      if (spec.getNodeName() != null && !spec.getNodeName().isEmpty()) {
+      if (nodeAssigned) {
         return AdmissionResult.denied("pod has node assigned");
       }
+    } else if (placeCpuOnlyPods && !nodeAssigned) {
+      spec.setSchedulerName(schedulerName);
     }
     Optional<String> overQuota = exceedsQuota(spec, quotas.apply(PodRefs.of(pod).namespace()));
     if (overQuota.isPresent()) {

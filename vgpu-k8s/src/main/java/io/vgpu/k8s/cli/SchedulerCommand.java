@@ -88,6 +88,13 @@ public final class SchedulerCommand implements Callable<Integer> {
   @Option(names = "--force-overwrite-default-scheduler", defaultValue = "true", arity = "0..1", description = "Hand GPU pods that name default-scheduler to this scheduler (default ${DEFAULT-VALUE}).")
   boolean forceOverwriteDefaultScheduler;
 
+  @Option(
+      names = "--place-cpu-only-pods",
+      description =
+          "Also place pods that ask for no GPU: the webhook hands them to this scheduler and the extender picks their node by the placement policy,"
+              + " a node without vGPU cards first, else the card node where their CPU strands the least (default: kube-scheduler places them, as with HAMi).")
+  boolean placeCpuOnlyPods;
+
   @Option(names = "--kubeconfig", description = "Kubeconfig file; without it, the in-cluster configuration.")
   @Nullable Path kubeconfig;
 
@@ -123,7 +130,8 @@ public final class SchedulerCommand implements Callable<Integer> {
             staleReservationTimeout,
             nodeLabelSelector,
             legacyMetrics,
-            syncTimeout);
+            syncTimeout,
+            placeCpuOnlyPods);
     KubernetesClient client = ClusterConnection.connect(kubeconfig);
     CountDownLatch stopped = new CountDownLatch(1);
     try (SchedulerServer server = SchedulerServer.start(options, config, client, Clock.systemUTC())) {

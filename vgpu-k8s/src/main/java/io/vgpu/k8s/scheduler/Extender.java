@@ -67,6 +67,13 @@ import tools.jackson.databind.node.ObjectNode;
  * device plugin finishes the handshake when kubelet allocates the containers. A bind that finds the
  * lock held waits for its turn (HAMi fails it at once, and kube-scheduler retries the pod only after a
  * back-off of a second or more, which in a burst onto few nodes is most of the time spent).
+ *
+ * <p><b>Pods without devices</b> pass through unfiltered, as in HAMi, unless the extender places them
+ * too ({@code --place-cpu-only-pods}): then such a pod goes to the nodes without vGPU cards when
+ * kube-scheduler found any feasible (its CPU strands no card there), else to the one card node the
+ * placement policy prefers (for {@code vgpu}, where its CPU strands the least idle card share), and
+ * its CPU is counted there at once so that the next filter sees it before the binding does. Nothing is
+ * reserved or written: such a pod holds no card.
  */
 public final class Extender {
   private static final Logger LOG = LoggerFactory.getLogger(Extender.class);
@@ -89,6 +96,7 @@ public final class Extender {
   private final Duration syncWait;
   private final Duration lockRetryTimeout;
   private final Executor binds;
+  private final boolean placeCpuOnlyPods;
   private final NodeLockWaiters lockWaiters = new NodeLockWaiters();
 
   /**
@@ -98,6 +106,8 @@ public final class Extender {
    * @param syncWait how long a filter waits for the ledger's first sync before answering with an error
    * @param lockRetryTimeout how long a bind waits for a contended node lock
    * @param binds where binds continue once a node's lock is theirs
+   * @param placeCpuOnlyPods whether pods without devices are placed by the policy too, instead of
+   *     passing through
    */
   public Extender(
       KubernetesClient client,
@@ -112,7 +122,8 @@ public final class Extender {
       Clock clock,
       Duration syncWait,
       Duration lockRetryTimeout,
-      Executor binds) {
+      Executor binds,
+      boolean placeCpuOnlyPods) {
     this.client = client;
     this.engine = engine;
     this.engines = engines;
@@ -126,6 +137,7 @@ public final class Extender {
     this.syncWait = syncWait;
     this.lockRetryTimeout = lockRetryTimeout;
     this.binds = binds;
+    this.placeCpuOnlyPods = placeCpuOnlyPods;
     ledger.onNodeLockReleased(lockWaiters::released);
   }
 
@@ -152,7 +164,8 @@ public final class Extender {
       return ExtenderFilterResult.error(e.getMessage());
     }
     if (!request.wantsDevices()) {
-      return new ExtenderFilterResult(args.nodes(), args.nodeNames(), null, null, "");
+      // A dry run (node objects) of such a pod has nothing to evaluate: it holds no card.
+      return placeCpuOnlyPods && args.nodes() == null ? placeWithoutDevices(request, args.nodeNames()) : new ExtenderFilterResult(args.nodes(), args.nodeNames(), null, null, "");
     }
     CompiledRequest compiled;
     try {
@@ -202,6 +215,41 @@ public final class Extender {
       return new ExtenderFilterResult(null, List.of(placement.node()), failed.isEmpty() ? null : failed, null, "");
     }
     return ExtenderFilterResult.error("pod " + ref + ": every fitting node was taken by concurrent reservations; retry");
+  }
+
+  /**
+   * Picks the node of a pod that asks for no device: every feasible node without vGPU cards, else the
+   * card node the pod's policy scores best, where its CPU is counted from now on (the pod informer
+   * replaces that count once it sees the pod bound, or drops it when the pod is deleted).
+   */
+  private ExtenderFilterResult placeWithoutDevices(PodRequest request, @Nullable List<String> nodeNames) {
+    List<String> candidates = nodeNames == null ? List.of() : nodeNames;
+    if (!awaitSync()) {
+      return ExtenderFilterResult.error("scheduler state is not synced yet");
+    }
+    if (!leadership.isLeader()) {
+      return ExtenderFilterResult.error("this scheduler instance is not the leader");
+    }
+    List<String> withoutCards = candidates.stream().filter(name -> !engine.hasNode(name)).toList();
+    if (!withoutCards.isEmpty() || candidates.isEmpty()) {
+      return new ExtenderFilterResult(null, withoutCards, null, null, "");
+    }
+    Optional<Placement> placement;
+    try {
+      placement = engine.filter(engine.compile(request), candidates, false).placement();
+    } catch (IllegalArgumentException e) {
+      return ExtenderFilterResult.error(e.getMessage());
+    }
+    if (placement.isEmpty()) {
+      // Nothing the policy prefers (a pod without devices fits every registered node): kube-scheduler chooses.
+      return new ExtenderFilterResult(null, candidates, null, null, "");
+    }
+    String node = placement.get().node();
+    if (request.cpuMilli() >= 0) {
+      engine.setPodCpu(request.pod(), node, request.cpuMilli());
+    }
+    LOG.debug("pod {} asks for no device: placed on {} by policy", request.pod(), node);
+    return new ExtenderFilterResult(null, List.of(node), null, null, "");
   }
 
   private boolean awaitSync() {

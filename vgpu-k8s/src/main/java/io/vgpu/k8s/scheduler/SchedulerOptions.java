@@ -38,6 +38,9 @@ import java.util.Optional;
  * @param nodeLabelSelector only nodes with these labels are registered ({@code --node-label-selector})
  * @param legacyMetrics also emit HAMi's old metric names
  * @param syncTimeout how long startup waits for the informer caches
+ * @param placeCpuOnlyPods whether the webhook hands pods that ask for no GPU to this scheduler too and
+ *     the extender picks their node by the placement policy ({@code --place-cpu-only-pods}, default
+ *     false: kube-scheduler places them, as with HAMi)
  */
 public record SchedulerOptions(
     String httpBind,
@@ -61,7 +64,8 @@ public record SchedulerOptions(
     Duration staleReservationTimeout,
     Map<String, String> nodeLabelSelector,
     boolean legacyMetrics,
-    Duration syncTimeout) {
+    Duration syncTimeout,
+    boolean placeCpuOnlyPods) {
 
   /** Validates the fields. */
   public SchedulerOptions {
@@ -107,42 +111,43 @@ public record SchedulerOptions(
         Duration.ofMinutes(5),
         Map.of(),
         false,
-        Duration.ofMinutes(2));
+        Duration.ofMinutes(2),
+        false);
   }
 
   /** Returns a copy with other bind addresses. */
   public SchedulerOptions withBinds(String http, String metrics) {
     return new SchedulerOptions(http, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metrics, schedulerName, overwriteDefaultScheduler, nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile,
         nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName, leaseNamespace, identity, staleReservationTimeout, nodeLabelSelector,
-        legacyMetrics, syncTimeout);
+        legacyMetrics, syncTimeout, placeCpuOnlyPods);
   }
 
   /** Returns a copy whose binds wait this long for a contended node lock. */
   public SchedulerOptions withNodeLockRetryTimeout(Duration value) {
     return new SchedulerOptions(httpBind, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName, overwriteDefaultScheduler, nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile,
         nodeLockTimeout, value, leaderElect, leaseName, leaseNamespace, identity, staleReservationTimeout, nodeLabelSelector, legacyMetrics,
-        syncTimeout);
+        syncTimeout, placeCpuOnlyPods);
   }
 
   /** Returns a copy with another stale-reservation timeout. */
   public SchedulerOptions withStaleReservationTimeout(Duration value) {
     return new SchedulerOptions(httpBind, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName, overwriteDefaultScheduler, nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile,
         nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName, leaseNamespace, identity, value, nodeLabelSelector, legacyMetrics,
-        syncTimeout);
+        syncTimeout, placeCpuOnlyPods);
   }
 
   /** Returns a copy following a Lease. */
   public SchedulerOptions withLeaderElection(String name, String namespace, String hostname) {
     return new SchedulerOptions(httpBind, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName, overwriteDefaultScheduler, nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile,
         nodeLockTimeout, nodeLockRetryTimeout, true, name, namespace, hostname, staleReservationTimeout, nodeLabelSelector, legacyMetrics,
-        syncTimeout);
+        syncTimeout, placeCpuOnlyPods);
   }
 
   /** Returns a copy serving TLS from these PEM files. */
   public SchedulerOptions withTls(Path cert, Path key) {
     return new SchedulerOptions(httpBind, Optional.of(cert), Optional.of(key), extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName,
         overwriteDefaultScheduler, nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile, nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName,
-        leaseNamespace, identity, staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout);
+        leaseNamespace, identity, staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, placeCpuOnlyPods);
   }
 
   /**
@@ -152,6 +157,13 @@ public record SchedulerOptions(
   public SchedulerOptions withExtender(String bind, Optional<Path> clientCa, Optional<Path> webhookClientCa) {
     return new SchedulerOptions(httpBind, certFile, keyFile, bind, clientCa, webhookClientCa, metricsBind, schedulerName, overwriteDefaultScheduler,
         nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile, nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName, leaseNamespace, identity,
-        staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout);
+        staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, placeCpuOnlyPods);
+  }
+
+  /** Returns a copy that does, or does not, place pods asking for no GPU. */
+  public SchedulerOptions withCpuOnlyPodPlacement(boolean value) {
+    return new SchedulerOptions(httpBind, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName, overwriteDefaultScheduler,
+        nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile, nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName, leaseNamespace, identity,
+        staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, value);
   }
 }

@@ -143,9 +143,10 @@ public final class SchedulerServer implements AutoCloseable {
             clock,
             Duration.ofSeconds(25),
             options.nodeLockRetryTimeout(),
-            b.binds);
+            b.binds,
+            options.placeCpuOnlyPods());
     String schedulerName = options.schedulerName().isEmpty() ? AdmissionMutator.DEFAULT_SCHEDULER_NAME : options.schedulerName();
-    AdmissionWebhook webhook = new AdmissionWebhook(new AdmissionMutator(effective, schedulerName, options.overwriteDefaultScheduler()), b.engine::quota);
+    AdmissionWebhook webhook = new AdmissionWebhook(new AdmissionMutator(effective, schedulerName, options.overwriteDefaultScheduler(), options.placeCpuOnlyPods()), b.engine::quota);
 
     metrics.rebuilt(b.ledger.start(options.syncTimeout()).toNanos());
     // A new leader takes over the reservations its predecessor made and kube-scheduler has yet to bind.

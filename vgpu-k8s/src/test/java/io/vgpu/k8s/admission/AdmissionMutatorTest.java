@@ -116,6 +116,26 @@ class AdmissionMutatorTest {
   }
 
   @Test
+  void handsPodsWithoutGpusOverOnlyWhenCpuOnlyPlacementIsOn() {
+    Pod cpuOnly = TestPods.yaml("metadata: {name: p}\nspec: {containers: [{name: cpu, resources: {requests: {cpu: 2}}}]}\n");
+    assertThat(mutator.admit(cpuOnly, NO_QUOTA).patch()).isEmpty();
+    AdmissionMutator placing = new AdmissionMutator(DeviceConfig.DEFAULT, "vgpu-scheduler", true, true);
+    AdmissionResult r = placing.admit(cpuOnly, NO_QUOTA);
+    assertThat(r.allowed()).isTrue();
+    assertThat(r.requestsDevices()).isFalse();
+    assertThat(r.patch().toString()).isEqualTo("[{\"op\":\"add\",\"path\":\"/spec/schedulerName\",\"value\":\"vgpu-scheduler\"}]");
+    // default-scheduler is handed over as for GPU pods; another scheduler's pod and a pod already on a node are left alone.
+    Pod named = TestPods.yaml("metadata: {name: p}\nspec: {schedulerName: default-scheduler, containers: [{name: cpu}]}\n");
+    assertThat(placing.admit(named, NO_QUOTA).admittedPod().getSpec().getSchedulerName()).isEqualTo("vgpu-scheduler");
+    Pod volcano = TestPods.yaml("metadata: {name: p}\nspec: {schedulerName: volcano, containers: [{name: cpu}]}\n");
+    assertThat(placing.admit(volcano, NO_QUOTA).patch()).isEmpty();
+    Pod onNode = TestPods.yaml("metadata: {name: p}\nspec: {nodeName: n1, containers: [{name: cpu}]}\n");
+    AdmissionResult bound = placing.admit(onNode, NO_QUOTA);
+    assertThat(bound.allowed()).isTrue();
+    assertThat(bound.patch()).isEmpty();
+  }
+
+  @Test
   void leavesPodsOfOtherSchedulersAlone() {
     Pod pod = TestPods.yaml("metadata: {name: p}\nspec: {schedulerName: volcano, containers: [{name: g, resources: {limits: {nvidia.com/gpu: 1}}}]}\n");
     AdmissionResult r = mutator.admit(pod, NO_QUOTA);

@@ -82,6 +82,69 @@ class ClusterCpuTest {
     assertThat(vgpu.workload().classes()).extracting(WorkloadClass::cpuMilli, WorkloadClass::cardTypes).containsExactly(tuple(2_000L, List.of()));
   }
 
+  /**
+   * With {@code --place-cpu-only-pods} the webhook hands a pod without GPUs to the scheduler and the
+   * extender chooses its node: a node without vGPU cards when kube-scheduler found one feasible, else the
+   * card node its policy prefers (HAMi's binpack: the busier node; spread: the emptier), counting its CPU
+   * there from the filter on, once.
+   */
+  @Test
+  void podsWithoutGpusArePlacedByThePolicyWhenAsked() throws Exception {
+    cluster = new ClusterHarness(client);
+    for (String name : List.of("n1", "n2")) {
+      client.nodes()
+          .resource(
+              new NodeBuilder()
+                  .withNewMetadata().withName(name).withAnnotations(Map.of(HamiAnnotations.NODE_REGISTER, NodeRegisterCodec.encode(ClusterHarness.cards("GPU-" + name + "-", 2, 40_960)))).endMetadata()
+                  .withNewStatus().addToAllocatable("cpu", new Quantity("32")).endStatus()
+                  .build())
+          .create();
+    }
+    client.nodes().resource(new NodeBuilder().withNewMetadata().withName("cpu1").endMetadata().withNewStatus().addToAllocatable("cpu", new Quantity("64")).endStatus().build()).create();
+    cluster.start(SchedulerOptions.defaults().withCpuOnlyPodPlacement(true), io.vgpu.k8s.config.DeviceConfig.DEFAULT);
+    Engine engine = cluster.server.engine();
+
+    ClusterHarness.Admission admitted = cluster.admit(pod("batch", "6", null, null), "admission.k8s.io/v1");
+    assertThat(admitted.pod().orElseThrow().getSpec().getSchedulerName()).isEqualTo("hami-scheduler");
+    // A GPU pod on n1 makes it the busier card node.
+    Pod gpuPod = cluster.create(pod("train", "2", "A100", null));
+    assertThat(cluster.filter(gpuPod, List.of("n1")).path("NodeNames").get(0).asString()).isEqualTo("n1");
+
+    Pod batch = cluster.create(admitted.pod().get());
+    // A node without cards strands none: every such node goes back to kube-scheduler, nothing is counted yet.
+    assertThat(cluster.filter(batch, List.of("n2", "cpu1", "n1")).path("NodeNames")).extracting(n -> n.asString()).containsExactly("cpu1");
+    assertThat(engine.freeCpuMilli("n1")).isEqualTo(30_000);
+    // Card nodes only: binpack (the default node policy) picks the busier one, and counts the pod there at once.
+    assertThat(cluster.filter(batch, List.of("n2", "n1")).path("NodeNames")).extracting(n -> n.asString()).containsExactly("n1");
+    assertThat(engine.freeCpuMilli("n1")).isEqualTo(24_000);
+    assertThat(engine.grant(new PodRef("default", "batch"))).isEmpty();
+    PodRef ref = new PodRef("default", "batch");
+    assertThat(cluster.bind(ref, "n1").path("Error").asString("")).isEmpty();
+    // The mock API server does not apply Bindings: set the node as the real one would.
+    client.pods().inNamespace("default").withName("batch").edit(p -> new PodBuilder(p).editSpec().withNodeName("n1").endSpec().build());
+    ClusterHarness.await(() -> cluster.server.engine() != null && client.pods().inNamespace("default").withName("batch").get().getSpec().getNodeName() != null, "the binding");
+    Thread.sleep(200);
+    assertThat(engine.freeCpuMilli("n1")).isEqualTo(24_000);
+    assertThat(engine.freeCpuMilli("n2")).isEqualTo(32_000);
+
+    // The pod's own node policy: spread picks the emptier card node, and the count moves with the pod.
+    Pod spread = cluster.create(new PodBuilder(pod("spread", "4", null, null)).editMetadata().addToAnnotations(HamiAnnotations.NODE_SCHEDULER_POLICY, "spread").endMetadata().build());
+    assertThat(cluster.filter(spread, List.of("n1", "n2")).path("NodeNames")).extracting(n -> n.asString()).containsExactly("n2");
+    assertThat(engine.freeCpuMilli("n2")).isEqualTo(28_000);
+    client.pods().inNamespace("default").withName("spread").delete();
+    ClusterHarness.await(() -> engine.freeCpuMilli("n2") == 32_000, "the deleted pod's cpu to be given back");
+  }
+
+  @Test
+  void podsWithoutGpusPassThroughByDefault() throws Exception {
+    cluster = new ClusterHarness(client);
+    client.nodes().resource(new NodeBuilder().withNewMetadata().withName("n1").withAnnotations(Map.of(HamiAnnotations.NODE_REGISTER, NodeRegisterCodec.encode(ClusterHarness.cards("GPU-n1-", 2, 40_960)))).endMetadata().build()).create();
+    cluster.start();
+    Pod batch = cluster.create(pod("batch", "6", null, null));
+    assertThat(cluster.admit(pod("other", "1", null, null), "admission.k8s.io/v1").pod().orElseThrow().getSpec().getSchedulerName()).isNull();
+    assertThat(cluster.filter(batch, List.of("n1", "cpu1")).path("NodeNames")).extracting(n -> n.asString()).containsExactly("n1", "cpu1");
+  }
+
   /** A pod asking for {@code cpu}; with a GPU model, also for a GPU under the vgpu policy; bound when a node is given. */
   private static Pod pod(String name, String cpu, String model, String node) {
     PodBuilder pod = new PodBuilder().withNewMetadata().withName(name).withNamespace("default").endMetadata();
