@@ -211,6 +211,38 @@ class ChartTest {
     assertThat(matches(gpu, pod("limits", "nvidia.com/gpu", "1"))).isTrue();
   }
 
+  /**
+   * {@code vgpu.scheduler.placeCpuOnlyPods}: the scheduler gets the flag, pods without GPUs reach a
+   * second webhook that fails open, and kube-scheduler sends every pod of the profile to the extender
+   * (no managedResources) while its fit filter leaves the vGPU resources to the extender.
+   */
+  @Test
+  void placingCpuOnlyPodsSendsEveryPodToTheExtender() {
+    RenderedChart chart = RenderedChart.render(Options.defaults().with("vgpu.scheduler.placeCpuOnlyPods", "true"));
+    assertRunnable(chart);
+    assertThat(RenderedChart.args(chart.container("Deployment", "hami-scheduler", "vgpu-scheduler-extender"))).contains("--place-cpu-only-pods");
+    assertThat(RenderedChart.args(RenderedChart.defaults().container("Deployment", "hami-scheduler", "vgpu-scheduler-extender"))).doesNotContain("--place-cpu-only-pods");
+
+    JsonNode webhooks = chart.get("MutatingWebhookConfiguration", "hami-webhook").path("webhooks");
+    assertThat(webhooks).hasSize(2);
+    assertThat(webhooks.get(0).path("failurePolicy").asString()).isEqualTo("Fail");
+    assertThat(webhooks.get(1).path("failurePolicy").asString()).isEqualTo("Ignore");
+    String rest = webhooks.get(1).path("matchConditions").get(0).path("expression").asString();
+    assertThat(matches(rest, pod("requests", "cpu", "4"))).isTrue();
+    assertThat(matches(rest, pod("limits", "nvidia.com/gpu", "1"))).isFalse();
+
+    JsonNode config = YAML.readTree(chart.configMapFile("hami-scheduler", "config.yaml"));
+    assertThat(config.path("extenders").get(0).has("managedResources")).isFalse();
+    JsonNode profile = config.path("profiles").get(0);
+    assertThat(profile.path("schedulerName").asString()).isEqualTo("hami-scheduler");
+    assertThat(profile.path("pluginConfig").get(0).path("name").asString()).isEqualTo("NodeResourcesFit");
+    assertThat(profile.path("pluginConfig").get(0).path("args").path("ignoredResources").toString())
+        .isEqualTo("[\"nvidia.com/gpu\",\"nvidia.com/gpumem\",\"nvidia.com/gpucores\",\"nvidia.com/gpumem-percentage\",\"nvidia.com/priority\"]");
+    JsonNode defaults = YAML.readTree(RenderedChart.defaults().configMapFile("hami-scheduler", "config.yaml"));
+    assertThat(defaults.path("profiles").get(0).has("pluginConfig")).isFalse();
+    assertThat(defaults.path("extenders").get(0).path("managedResources")).hasSize(5);
+  }
+
   private static Map<String, Object> pod(String section, String resource, String quantity) {
     return Map.of("metadata", Map.of("name", "p"), "spec", Map.of("containers", List.of(Map.of("name", "c", "resources", Map.of(section, Map.of(resource, quantity))))));
   }
