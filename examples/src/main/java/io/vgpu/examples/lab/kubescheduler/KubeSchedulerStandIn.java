@@ -524,7 +524,11 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
     return out;
   }
 
+  /** As kube-scheduler decides it: an extender that names no managed resources is asked about every pod. */
   private boolean interestsExtender(Pod pod) {
+    if (config.extender().managedResources().isEmpty()) {
+      return true;
+    }
     List<Container> all = new ArrayList<>(pod.getSpec().getContainers());
     if (pod.getSpec().getInitContainers() != null) {
       all.addAll(pod.getSpec().getInitContainers());
