@@ -40,7 +40,8 @@ import java.util.Optional;
 import java.util.function.BooleanSupplier;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.node.ArrayNode;
 import tools.jackson.databind.node.ObjectNode;
@@ -50,7 +51,9 @@ import tools.jackson.databind.node.ObjectNode;
  * engine as the extender does, and by the real {@code vgpu scheduler} on a (mock) API server, sent
  * each pod as Kubernetes objects over HTTP (filter in node-cache mode with the same candidate nodes,
  * then the binding), its CPU and card types coming from its own informers. Same node and cards for
- * every GPU pod, the same free CPU on every node after every pod, and the same learned workload.
+ * every GPU pod, the same free CPU on every node after every pod, and the same learned workload. With
+ * {@code --cpu-only-pods policy} the scheduler runs with {@code --place-cpu-only-pods} and places the
+ * CPU-only pods too, each on the same node as the benchmark.
  */
 @EnableKubernetesMockClient(crud = true)
 class AsDeployedEquivalenceTest {
@@ -67,13 +70,14 @@ class AsDeployedEquivalenceTest {
     }
   }
 
-  @Test
-  void theBenchmarkAndTheSchedulerPlaceEveryPodAlike() throws Exception {
+  @ParameterizedTest
+  @EnumSource(AsDeployedSimulation.CpuOnlyPods.class)
+  void theBenchmarkAndTheSchedulerPlaceEveryPodAlike(AsDeployedSimulation.CpuOnlyPods cpuOnlyPods) throws Exception {
     Trace trace = trace();
     List<TraceNode> nodes = trace.nodes();
     int[] order = IntStream.range(0, nodes.size()).map(i -> (i * 7) % nodes.size()).toArray();
     AsDeployedSimulation bench =
-        new AsDeployedSimulation(nodes, "vgpu", order, PreparedTrace.of(trace).typical(), AsDeployedSimulation.CpuOnlyPods.DEFAULT_SCHEDULER);
+        new AsDeployedSimulation(nodes, "vgpu", order, PreparedTrace.of(trace).typical(), cpuOnlyPods);
     for (TraceNode node : nodes) {
       client.nodes()
           .resource(
@@ -90,16 +94,31 @@ class AsDeployedEquivalenceTest {
                   .build())
           .create();
     }
-    server = SchedulerServer.start(SchedulerOptions.defaults().withBinds("127.0.0.1:0", "127.0.0.1:0"), DeviceConfig.DEFAULT, client, Clock.systemUTC());
+    boolean placedByScheduler = cpuOnlyPods == AsDeployedSimulation.CpuOnlyPods.POLICY;
+    SchedulerOptions options = SchedulerOptions.defaults().withBinds("127.0.0.1:0", "127.0.0.1:0").withCpuOnlyPodPlacement(placedByScheduler);
+    server = SchedulerServer.start(options, DeviceConfig.DEFAULT, client, Clock.systemUTC());
     Engine scheduler = server.engine();
 
     int gpuPods = 0;
+    int cpuOnlyPlaced = 0;
     for (int p = 0; p < trace.pods().size(); p++) {
       TracePod pod = trace.pods().get(p);
       PodRef ref = AsDeployedSimulation.refOf(p, pod);
       List<String> candidates = bench.feasible(pod);
       Optional<String> expected = bench.schedule(pod, ref);
-      if (pod.gpus() == 0) {
+      if (pod.gpus() == 0 && placedByScheduler) {
+        client.pods().inNamespace(NAMESPACE).resource(podOf(pod, ref, null)).create();
+        JsonNode filtered = filter(ref, candidates);
+        assertThat(filtered.path("Error").asString("")).as(ref.name()).isEmpty();
+        List<String> chosen = new ArrayList<>();
+        filtered.path("NodeNames").forEach(n -> chosen.add(n.asString()));
+        assertThat(chosen).as("node of CPU-only %s", ref.name()).isEqualTo(expected.map(List::of).orElse(List.of()));
+        assertThat(client.pods().inNamespace(NAMESPACE).withName(ref.name()).get().getMetadata().getAnnotations()).doesNotContainKey(HamiAnnotations.DEVICES_ALLOCATED);
+        if (expected.isPresent()) {
+          cpuOnlyPlaced++;
+          bind(ref, expected.get());
+        }
+      } else if (pod.gpus() == 0) {
         // kube-scheduler places it alone; the scheduler only hears of it through its pod informer.
         expected.ifPresent(node -> client.pods().inNamespace(NAMESPACE).resource(podOf(pod, ref, node)).create());
       } else {
@@ -122,6 +141,7 @@ class AsDeployedEquivalenceTest {
       }
     }
     assertThat(gpuPods).isGreaterThan(30);
+    assertThat(cpuOnlyPlaced > 0).as("CPU-only pods placed through the extender").isEqualTo(placedByScheduler);
     VgpuPolicy learnedHere = vgpuOf(bench.engine());
     VgpuPolicy learnedThere = vgpuOf(scheduler);
     assertThat(learnedThere.workload().classes()).isNotEmpty().containsExactlyElementsOf(learnedHere.workload().classes());
@@ -159,6 +179,8 @@ class AsDeployedEquivalenceTest {
             .addToRequests("memory", new Quantity(pod.memoryMiB() + "Mi"))
             .endResources();
     Map<String, String> annotations = new LinkedHashMap<>();
+    // Every pod names the policy (a cluster would rather make it the default: --gpu-scheduler-policy).
+    annotations.put(HamiAnnotations.GPU_SCHEDULER_POLICY, "vgpu");
     if (pod.gpus() > 0) {
       container
           .editResources()
@@ -166,7 +188,6 @@ class AsDeployedEquivalenceTest {
           .addToLimits("nvidia.com/gpumem", new Quantity(Integer.toString(pod.gpuMilli() * SimCluster.MIB_PER_MILLI)))
           .addToLimits("nvidia.com/gpucores", new Quantity(Integer.toString(SimCluster.coresOf(pod.gpuMilli()))))
           .endResources();
-      annotations.put(HamiAnnotations.GPU_SCHEDULER_POLICY, "vgpu");
       if (!pod.gpuSpec().isEmpty()) {
         annotations.put(HamiAnnotations.USE_GPU_TYPE, String.join(",", pod.gpuSpec()));
       }
