@@ -6,22 +6,25 @@ import io.vgpu.examples.lab.checks.Check;
 import io.vgpu.examples.lab.checks.SimulateAgreement;
 import io.vgpu.k8s.simulate.Scenario;
 import io.vgpu.k8s.simulate.ScenarioParser;
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.params.provider.ValueSource;
 import tools.jackson.databind.JsonNode;
 
 /**
  * Lab scenarios end to end: the real scheduler and node agents as processes, containers as processes
  * over the mock driver. Each report satisfies every check its scenario states and places every pod where
- * {@code vgpu simulate} does. The smoke scenario (the mock-GPU lab report's first checks and the two it
- * failed) and the node watchdog's (a container escaping the interposer killed, or reported, by the real
- * node agent; one within its grant untouched) run here; the whole hami suite runs with {@code vgpu lab
- * --suite hami}.
+ * {@code vgpu simulate} does. Every scenario of the hami suite runs here (what {@code vgpu lab --suite
+ * hami} runs, the smoke scenario with a look at the report's shape), and the node watchdog's (a container
+ * escaping the interposer killed, or reported, by the real node agent; one within its grant untouched).
  */
 class LabRunTest {
   private static JsonNode runAndCheck(String suiteFile) throws Exception {
@@ -37,6 +40,20 @@ class LabRunTest {
     }
     assertThat(SimulateAgreement.differences(scenario, report)).isEmpty();
     return report;
+  }
+
+  /** The hami suite's scenarios after the smoke scenario, as {@code --suite hami} finds them. */
+  static Stream<String> hamiScenarios() throws IOException {
+    try (Stream<Path> files = Files.list(LabHome.locate().suitesDirectory().resolve("hami"))) {
+      List<String> names = files.map(f -> f.getFileName().toString()).filter(n -> n.endsWith(".yaml") && !n.startsWith("01-")).sorted().toList();
+      return names.stream().map(n -> "hami/" + n);
+    }
+  }
+
+  @ParameterizedTest
+  @MethodSource("hamiScenarios")
+  void everyHamiScenarioRunsThroughTheWholeSystem(String file) throws Exception {
+    runAndCheck(file);
   }
 
   @ParameterizedTest
