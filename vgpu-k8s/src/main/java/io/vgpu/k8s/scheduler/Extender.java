@@ -454,6 +454,12 @@ public final class Extender {
       return done("pod " + ref + " was filtered to node " + held + ", not " + nodeName);
     }
     if (held.isEmpty()) {
+      if (asksForDevices(pod)) {
+        // Bound without a grant, it would reach kubelet with no cards assigned: refuse, and kube-scheduler filters it again.
+        String error = "pod " + ref + " asks for GPUs but holds no decision of this scheduler's filter (" + HamiAnnotations.ASSIGNED_NODE + ")";
+        events.warning(pod, "BindingFailed", error);
+        return done(error);
+      }
       return CompletableFuture.completedFuture(post(pod, ref, nodeName, args.podUid(), false));
     }
     long deadline = System.nanoTime() + lockRetryTimeout.toNanos();
@@ -467,6 +473,15 @@ public final class Extender {
           events.warning(pod, "BindingFailed", cause.getMessage());
           return new ExtenderBindingResult(cause.getMessage());
         });
+  }
+
+  /** Whether the pod asks for devices; one whose request cannot be read counts as asking (fail closed). */
+  private boolean asksForDevices(Pod pod) {
+    try {
+      return requests.parse(pod).wantsDevices();
+    } catch (PodRequestException e) {
+      return true;
+    }
   }
 
   private static CompletableFuture<ExtenderBindingResult> done(String error) {

@@ -113,6 +113,19 @@ class ExtenderTest {
   }
 
   @Test
+  void aGpuPodThatWasNeverFilteredIsNotBound() throws Exception {
+    cluster.create(gpuPod("default", "unfiltered", Map.of("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"), Map.of()));
+    JsonNode refused = cluster.bind(new PodRef("default", "unfiltered"), "worker1");
+    assertThat(refused.path("Error").asString()).isEqualTo("pod default/unfiltered asks for GPUs but holds no decision of this scheduler's filter (hami.io/vgpu-node)");
+    assertThat(client.bindings().inNamespace("default").withName("unfiltered").get()).isNull();
+    assertThat(client.nodes().withName("worker1").get().getMetadata().getAnnotations()).doesNotContainKey(HamiAnnotations.NODE_LOCK);
+    // A pod without GPUs needs no decision: it is bound as it is.
+    cluster.create(gpuPod("default", "plain", Map.of(), Map.of()));
+    assertThat(cluster.bind(new PodRef("default", "plain"), "worker1").path("Error").asString()).isEmpty();
+    assertThat(client.bindings().inNamespace("default").withName("plain").get().getTarget().getName()).isEqualTo("worker1");
+  }
+
+  @Test
   void bindsWaitingForOneNodeTakeItsLockInTheOrderTheyCame() throws Exception {
     List<PodRef> pods = new ArrayList<>();
     for (int i = 1; i <= 4; i++) {
