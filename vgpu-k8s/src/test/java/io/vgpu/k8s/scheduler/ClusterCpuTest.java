@@ -23,6 +23,7 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import tools.jackson.databind.JsonNode;
 
 /**
  * The deployed scheduler feeds the engine's policies the cluster's CPU from its informers: each node's
@@ -133,6 +134,28 @@ class ClusterCpuTest {
     assertThat(engine.freeCpuMilli("n2")).isEqualTo(28_000);
     client.pods().inNamespace("default").withName("spread").delete();
     ClusterHarness.await(() -> engine.freeCpuMilli("n2") == 32_000, "the deleted pod's cpu to be given back");
+  }
+
+  /** The chart's pairing: CPU-only placement with {@code vgpu} as the cluster's default GPU policy, which a pod without annotations then gets. */
+  @Test
+  void podsWithoutGpusGetTheDefaultPlacementPolicy() throws Exception {
+    cluster = new ClusterHarness(client);
+    for (String name : List.of("n1", "n2")) {
+      client.nodes()
+          .resource(
+              new NodeBuilder()
+                  .withNewMetadata().withName(name).withAnnotations(Map.of(HamiAnnotations.NODE_REGISTER, NodeRegisterCodec.encode(ClusterHarness.cards("GPU-" + name + "-", 2, 40_960)))).endMetadata()
+                  .withNewStatus().addToAllocatable("cpu", new Quantity("32")).endStatus()
+                  .build())
+          .create();
+    }
+    cluster.start(SchedulerOptions.defaults().withCpuOnlyPodPlacement(true), io.vgpu.k8s.config.DeviceConfig.builder().gpuSchedulerPolicy("vgpu").build());
+    Engine engine = cluster.server.engine();
+    Pod batch = cluster.create(pod("batch", "6", null, null));
+    assertThat(engine.compile(PodRequest.of(new PodRef("default", "batch"), List.of(ContainerRequest.none("c")))).policy()).isInstanceOf(VgpuPolicy.class);
+    JsonNode chosen = cluster.filter(batch, List.of("n1", "n2")).path("NodeNames");
+    assertThat(chosen).hasSize(1);
+    assertThat(engine.freeCpuMilli(chosen.get(0).asString())).isEqualTo(26_000);
   }
 
   @Test
