@@ -92,15 +92,7 @@ class ClusterCpuTest {
   @Test
   void podsWithoutGpusArePlacedByThePolicyWhenAsked() throws Exception {
     cluster = new ClusterHarness(client);
-    for (String name : List.of("n1", "n2")) {
-      client.nodes()
-          .resource(
-              new NodeBuilder()
-                  .withNewMetadata().withName(name).withAnnotations(Map.of(HamiAnnotations.NODE_REGISTER, NodeRegisterCodec.encode(ClusterHarness.cards("GPU-" + name + "-", 2, 40_960)))).endMetadata()
-                  .withNewStatus().addToAllocatable("cpu", new Quantity("32")).endStatus()
-                  .build())
-          .create();
-    }
+    twoCardNodes("n1", "n2");
     client.nodes().resource(new NodeBuilder().withNewMetadata().withName("cpu1").endMetadata().withNewStatus().addToAllocatable("cpu", new Quantity("64")).endStatus().build()).create();
     cluster.start(SchedulerOptions.defaults().withCpuOnlyPodPlacement(true), io.vgpu.k8s.config.DeviceConfig.DEFAULT);
     Engine engine = cluster.server.engine();
@@ -140,7 +132,19 @@ class ClusterCpuTest {
   @Test
   void podsWithoutGpusGetTheDefaultPlacementPolicy() throws Exception {
     cluster = new ClusterHarness(client);
-    for (String name : List.of("n1", "n2")) {
+    twoCardNodes("n1", "n2");
+    cluster.start(SchedulerOptions.defaults().withCpuOnlyPodPlacement(true), io.vgpu.k8s.config.DeviceConfig.builder().gpuSchedulerPolicy("vgpu").build());
+    Engine engine = cluster.server.engine();
+    Pod batch = cluster.create(pod("batch", "6", null, null));
+    assertThat(engine.compile(PodRequest.of(new PodRef("default", "batch"), List.of(ContainerRequest.none("c")))).policy()).isInstanceOf(VgpuPolicy.class);
+    JsonNode chosen = cluster.filter(batch, List.of("n1", "n2")).path("NodeNames");
+    assertThat(chosen).hasSize(1);
+    assertThat(engine.freeCpuMilli(chosen.get(0).asString())).isEqualTo(26_000);
+  }
+
+  /** Nodes of two 40 GiB cards and 32 CPUs each. */
+  private void twoCardNodes(String... names) {
+    for (String name : names) {
       client.nodes()
           .resource(
               new NodeBuilder()
@@ -149,13 +153,6 @@ class ClusterCpuTest {
                   .build())
           .create();
     }
-    cluster.start(SchedulerOptions.defaults().withCpuOnlyPodPlacement(true), io.vgpu.k8s.config.DeviceConfig.builder().gpuSchedulerPolicy("vgpu").build());
-    Engine engine = cluster.server.engine();
-    Pod batch = cluster.create(pod("batch", "6", null, null));
-    assertThat(engine.compile(PodRequest.of(new PodRef("default", "batch"), List.of(ContainerRequest.none("c")))).policy()).isInstanceOf(VgpuPolicy.class);
-    JsonNode chosen = cluster.filter(batch, List.of("n1", "n2")).path("NodeNames");
-    assertThat(chosen).hasSize(1);
-    assertThat(engine.freeCpuMilli(chosen.get(0).asString())).isEqualTo(26_000);
   }
 
   @Test
