@@ -43,6 +43,10 @@ final class LabApiDispatcher extends Dispatcher {
   private static final Pattern BINDINGS = Pattern.compile("/api/v1/namespaces/([^/]+)/bindings");
   private static final Pattern POD_LIST = Pattern.compile("/api/v1(/namespaces/[^/]+)?/pods");
   private static final String NODE_NAME_FIELD = "spec.nodeName";
+  /** What {@code /version} answers: the Kubernetes release the lab's manifests are written for. */
+  private static final String VERSION =
+      "{\"major\":\"1\",\"minor\":\"31\",\"gitVersion\":\"v1.31.0\",\"gitCommit\":\"\",\"gitTreeState\":\"clean\","
+          + "\"buildDate\":\"2024-08-13T07:28:49Z\",\"goVersion\":\"go1.22.5\",\"compiler\":\"gc\",\"platform\":\"linux/amd64\"}";
 
   private final KubernetesCrudDispatcher crud = new IndexedCrudDispatcher();
   private final AtomicReference<@Nullable AdmissionWebhookCaller> admission = new AtomicReference<>();
@@ -106,6 +110,10 @@ final class LabApiDispatcher extends Dispatcher {
         if (m.matches()) {
           return createPod(request, m.group(1));
         }
+      }
+      if (method == HttpMethod.GET && path.equals("/version")) {
+        // fabric8's CRUD store would answer with every object it holds (the path names no kind)
+        return new MockResponse().setResponseCode(200).setHeader("Content-Type", "application/json").setBody(VERSION);
       }
       if (method == HttpMethod.GET && POD_LIST.matcher(path).matches()) {
         String nodeName = nodeNameSelector(uri.getRawQuery());

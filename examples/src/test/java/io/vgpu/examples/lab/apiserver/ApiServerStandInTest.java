@@ -179,6 +179,12 @@ class ApiServerStandInTest {
     }
   }
 
+  @Test
+  void versionIsAnsweredAsTheApiServerAnswersIt() {
+    create("p1");
+    assertThat(client.getKubernetesVersion().getGitVersion()).isEqualTo("v1.31.0");
+  }
+
   private static Watcher<Pod> recorder(BlockingQueue<String> events) {
     return new Watcher<>() {
       @Override
