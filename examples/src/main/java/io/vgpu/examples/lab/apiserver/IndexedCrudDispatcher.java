@@ -15,12 +15,12 @@ import java.nio.charset.StandardCharsets;
 import java.util.AbstractMap;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.locks.ReadWriteLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import org.jspecify.annotations.Nullable;
@@ -133,7 +133,9 @@ final class IndexedCrudDispatcher extends KubernetesCrudDispatcher {
       }
       snapshot = new Snapshot(items, version);
     } else {
-      snapshot = snapshots.remove(token);
+      synchronized (snapshots) {
+        snapshot = snapshots.get(token);
+      }
       if (snapshot == null) {
         return new MockResponse().setResponseCode(410).setBody("{\"apiVersion\":\"v1\",\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"Expired\",\"code\":410,"
             + "\"message\":\"the continue token of this list is unknown or expired\"}");
@@ -143,20 +145,29 @@ final class IndexedCrudDispatcher extends KubernetesCrudDispatcher {
     String next = "";
     if (end < snapshot.items.size()) {
       next = UUID.randomUUID().toString();
-      if (snapshots.size() >= MAX_SNAPSHOTS) {
-        snapshots.clear();
+      synchronized (snapshots) {
+        snapshots.put(next, new Snapshot(snapshot.items, snapshot.version, end));
       }
-      snapshots.put(next, new Snapshot(snapshot.items, snapshot.version, end));
     }
     String body = "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[" + String.join(",", snapshot.items.subList(snapshot.from, end))
         + "],\"metadata\":{\"resourceVersion\":\"" + snapshot.version + "\",\"continue\":\"" + next + "\"}}";
     return new MockResponse().setResponseCode(200).setHeader("Content-Type", "application/json").setBody(body);
   }
 
-  /** Lists paged through at once, at most; an older unfinished one is forgotten (its next page answers 410). */
-  private static final int MAX_SNAPSHOTS = 64;
+  /**
+   * Continue tokens kept, at most: a token stays valid after use (a client may retry a page), and the
+   * least recently used one is forgotten first (its page then answers 410 Expired, as an API server
+   * answers a token older than its compaction). They share their list's snapshot, so each costs little.
+   */
+  private static final int MAX_TOKENS = 4096;
 
-  private final Map<String, Snapshot> snapshots = new ConcurrentHashMap<>();
+  private final Map<String, Snapshot> snapshots =
+      new LinkedHashMap<>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, Snapshot> eldest) {
+          return size() > MAX_TOKENS;
+        }
+      };
 
   /** A list's objects as they were at its first page, and where the next page starts. */
   private record Snapshot(List<String> items, String version, int from) {
