@@ -19,6 +19,7 @@ import java.util.Optional;
 import java.util.ServiceLoader;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.jspecify.annotations.Nullable;
 
@@ -76,6 +77,11 @@ public final class Engine {
    */
   private final Map<String, AtomicReference<NodeState>> nodes = new ConcurrentHashMap<>();
   private final Object registrationLock = new Object();
+  /**
+   * Changes whenever an entry joins or leaves {@link #nodes} (after the change is visible), so a
+   * {@link CandidateNodes} resolved before it is known to be stale.
+   */
+  private final AtomicLong membership = new AtomicLong();
   private volatile NodeList nodeList = new NodeList(List.of(), List.of());
   /** The grant each pod holds; the count itself lives in its node's snapshot. */
   private final Map<PodRef, PodUsage> pods = new ConcurrentHashMap<>();
@@ -184,7 +190,7 @@ public final class Engine {
         AtomicReference<NodeState> ref = entry(node.name());
         NodeState old = ref.get();
         if (old == NodeState.RETIRED) {
-          nodes.remove(node.name(), ref);
+          forget(node.name(), ref);
           continue;
         }
         NodeState registered = old.registeredAs(node);
@@ -224,7 +230,20 @@ public final class Engine {
 
   /** The node's ledger entry, created unregistered and empty when there is none. */
   private AtomicReference<NodeState> entry(String name) {
-    return nodes.computeIfAbsent(name, n -> new AtomicReference<>(NodeState.unregistered(n, cpu.node(n))));
+    AtomicReference<NodeState> ref = nodes.get(name);
+    if (ref != null) {
+      return ref;
+    }
+    ref = nodes.computeIfAbsent(name, n -> new AtomicReference<>(NodeState.unregistered(n, cpu.node(n))));
+    membership.incrementAndGet();
+    return ref;
+  }
+
+  /** Removes a retired entry from the map; a resolution that holds it must look again. */
+  private void forget(String name, AtomicReference<NodeState> ref) {
+    if (nodes.remove(name, ref)) {
+      membership.incrementAndGet();
+    }
   }
 
   /**
@@ -264,7 +283,7 @@ public final class Engine {
    */
   private void retireIfIdle(String name, AtomicReference<NodeState> ref, NodeState state) {
     if (state.idle() && ref.compareAndSet(state, NodeState.RETIRED)) {
-      nodes.remove(name, ref);
+      forget(name, ref);
     }
   }
 
@@ -414,6 +433,47 @@ public final class Engine {
    *     rejection (slower; the scan itself allocates nothing per node when this is false)
    */
   public FilterResult filter(CompiledRequest request, @Nullable List<String> candidates, boolean detailed) {
+    return scan(request, candidates == null ? null : resolve(candidates), detailed);
+  }
+
+  /**
+   * Resolves candidate names for {@link #filterResolved}: {@code
+   * previous} itself when it lists the same names in the same order and no node has joined or left
+   * this engine since it was resolved, a fresh resolution otherwise.
+   *
+   * @param names node names in preference order for ties
+   * @param previous the last resolution, or {@code null}
+   */
+  public CandidateNodes candidates(List<String> names, @Nullable CandidateNodes previous) {
+    if (previous != null && previous.engine == this && previous.membership == membership.get() && previous.names.equals(names)) {
+      return previous;
+    }
+    return resolve(List.copyOf(names));
+  }
+
+  @SuppressWarnings("unchecked")
+  private CandidateNodes resolve(List<String> names) {
+    // Read before the lookups: an entry that joins during them makes the result stale, never wrong.
+    long version = membership.get();
+    AtomicReference<NodeState>[] refs = new AtomicReference[names.size()];
+    for (int i = 0; i < refs.length; i++) {
+      refs[i] = nodes.get(names.get(i));
+    }
+    return new CandidateNodes(this, version, names, refs);
+  }
+
+  /**
+   * As {@link #filter(CompiledRequest, List, boolean)}, with the candidates resolved once (see {@link
+   * #candidates}); a resolution that has gone stale, or was made by another engine, is resolved again
+   * for this call.
+   */
+  public FilterResult filterResolved(CompiledRequest request, CandidateNodes candidates, boolean detailed) {
+    boolean current = candidates.engine == this && candidates.membership == membership.get();
+    return scan(request, current ? candidates : resolve(candidates.names), detailed);
+  }
+
+  /** The filter's scan over the candidates, or over every registered node when they are {@code null}. */
+  private FilterResult scan(CompiledRequest request, @Nullable CandidateNodes candidates, boolean detailed) {
     PodFitter fitter = fitters.get();
     QuotaLedger.QuotaCheck quota = quotas.check(request.request.pod().namespace());
     // An order-independent request is screened by the fast path: a node where no card order could fit
@@ -427,21 +487,17 @@ public final class Engine {
 
     boolean fast = screen && request.policy.scoresNodeUsageOnly();
     NodeList list = nodeList;
-    int count = candidates == null ? list.names.length : candidates.size();
+    AtomicReference<NodeState>[] refs = candidates == null ? list.refs : candidates.refs;
+    int count = refs.length;
     for (int i = 0; i < count; i++) {
-      NodeState state;
-      if (candidates == null) {
-        state = list.refs[i].get();
-      } else {
-        AtomicReference<NodeState> ref = nodes.get(candidates.get(i));
-        state = ref == null ? NodeState.RETIRED : ref.get();
-      }
+      AtomicReference<NodeState> ref = refs[i];
+      NodeState state = ref == null ? NodeState.RETIRED : ref.get();
       // An unregistered snapshot has no device, so the fast path refuses it without looking.
       boolean screenedOut = screen && !fastFits(state, request, fastDemand);
       if (screenedOut || (!fast && (!state.registered || !fitter.fit(state, request, quota)))) {
         if (detailed) {
           if (!state.registered) {
-            rejections.add(NodeRejection.unregistered(candidates == null ? list.names[i] : candidates.get(i)));
+            rejections.add(NodeRejection.unregistered(candidates == null ? list.names[i] : candidates.names.get(i)));
           } else {
             if (screenedOut) {
               fitter.fit(state, request, null);
@@ -592,7 +648,7 @@ public final class Engine {
       NodeState state = ref == null ? NodeState.RETIRED : ref.get();
       if (state == NodeState.RETIRED && ref != null) {
         // The entry is leaving the map; the node may have registered again under a new one.
-        nodes.remove(node, ref);
+        forget(node, ref);
         ref = nodes.get(node);
         continue;
       }
@@ -621,7 +677,7 @@ public final class Engine {
       AtomicReference<NodeState> ref = entry(node);
       NodeState state = ref.get();
       if (state == NodeState.RETIRED) {
-        nodes.remove(node, ref);
+        forget(node, ref);
         continue;
       }
       if (ref.compareAndSet(state, state.plus(usage))) {

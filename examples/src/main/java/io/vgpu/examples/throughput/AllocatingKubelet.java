@@ -57,6 +57,9 @@ final class AllocatingKubelet implements AutoCloseable {
   private final Map<String, PodAllocator> allocators = new ConcurrentHashMap<>();
   private final Set<String> admitted = ConcurrentHashMap.newKeySet();
   private final ExecutorService workers;
+  /** The label of the pods this kubelet allocates: those of the benchmark's bursts. */
+  static final String BURST_LABEL = "throughput-bench/burst";
+
   private final SharedIndexInformer<Pod> pods;
   private final BiConsumer<PodRef, String> onAllocated;
 
@@ -78,7 +81,9 @@ final class AllocatingKubelet implements AutoCloseable {
       t.setDaemon(true);
       return t;
     });
-    this.pods = client.pods().inAnyNamespace().inform(new ResourceEventHandler<>() {
+    // Only the pods of the bursts: the running pods of a large cluster would cost this JVM (which also
+    // serves the API) a full copy of each, and the scheduler's start-up the API server's time.
+    this.pods = client.pods().inAnyNamespace().withLabel(BURST_LABEL).inform(new ResourceEventHandler<>() {
       @Override
       public void onAdd(Pod pod) {
         consider(pod);

@@ -39,9 +39,14 @@ final class InProcessEngine {
 
   /** Schedules one pod as the extender's filter does; the grant it reserved, if the pod fits. */
   Optional<PodGrant> schedule(Pod pod) {
+    return schedule(pod, candidates);
+  }
+
+  /** Schedules one pod among {@code nodes} only (a cluster being filled need not scan every node per pod). */
+  Optional<PodGrant> schedule(Pod pod, List<String> nodes) {
     PodRequest request = parser.parse(pod);
     CompiledRequest compiled = engine.compile(request);
-    FilterResult result = engine.filter(compiled, candidates, true);
+    FilterResult result = engine.filter(compiled, nodes, true);
     if (result.placement().isEmpty()) {
       return Optional.empty();
     }
@@ -51,6 +56,18 @@ final class InProcessEngine {
     }
     DeviceListCodec.encode(grant);
     return Optional.of(grant);
+  }
+
+  /**
+   * Counts a grant made elsewhere (a pod already running), as the scheduler's ledger restores it.
+   *
+   * @throws IllegalStateException when the grant does not fit
+   */
+  void hold(PodGrant grant) {
+    var reserved = engine.reserve(grant);
+    if (!reserved.reserved()) {
+      throw new IllegalStateException("pod " + grant.pod() + " does not fit on " + grant.node() + ": " + reserved.message());
+    }
   }
 
   /**

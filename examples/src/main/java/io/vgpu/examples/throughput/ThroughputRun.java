@@ -2,6 +2,7 @@ package io.vgpu.examples.throughput;
 
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.NamespaceBuilder;
+import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhookConfiguration;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -108,17 +109,26 @@ final class ThroughputRun {
     List<Pod> burst = pending(cluster, "burst", shares.subList(settings.running() + settings.warmup(), shares.size()));
 
     BurstRecorder recorder = new BurstRecorder();
+    InProcessEngine placer = new InProcessEngine(config, cluster, settings.nodes());
+    List<PodGrant> runningGrants = new ArrayList<>();
     try (ApiServerStandIn api = ApiServerStandIn.start(); KubernetesClient client = api.client()) {
       Path kubeconfig = api.writeKubeconfig(workspace.file("kubeconfig"));
       for (String ns : List.of("default", "kube-system", SyntheticCluster.NAMESPACE)) {
         client.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(ns).addToLabels("kubernetes.io/metadata.name", ns).endMetadata().build()).create();
       }
-      say("creating %d nodes", settings.nodes());
-      createAll(client, settings.nodes(), cluster::node);
+      // Straight into the store, as objects that were there before the scheduler started: one HTTP
+      // create per object would make set-up, not the scheduler, the cost of a large cluster.
+      say("storing %d nodes", settings.nodes());
+      List<Node> nodes = new ArrayList<>(settings.nodes());
+      for (int i = 0; i < settings.nodes(); i++) {
+        nodes.add(cluster.node(i));
+      }
+      api.load(nodes);
       if (settings.running() > 0) {
         say("placing %d running pods", settings.running());
-        List<Pod> running = runningPods(config, cluster, shares.subList(0, settings.running()));
-        createAll(client, running.size(), running::get);
+        List<Pod> running = runningPods(placer, cluster, shares.subList(0, settings.running()), runningGrants);
+        say("storing %d running pods", settings.running());
+        api.load(running);
       }
 
       SchedulerLaunch launch = SchedulerLaunch.plan(deployment, workspace, deviceConfigFile, kubeconfig);
@@ -165,7 +175,7 @@ final class ThroughputRun {
           Set<PodRef> refs = refs(burst);
           PlacementAudit audit = PlacementAudit.of(refs, client.pods().inNamespace(SyntheticCluster.NAMESPACE).list().getItems(), client.nodes().list().getItems());
           say("the same burst through the engine in-process");
-          double engine = enginePodsPerSecond(config, cluster, shares, warmup, burst);
+          double engine = enginePodsPerSecond(config, cluster, runningGrants, warmup, burst);
           double[] filters = recorder.filterMillis();
           double[] binds = recorder.bindMillis();
           return new ThroughputResult(
@@ -212,33 +222,54 @@ final class ThroughputRun {
   private static List<Pod> pending(SyntheticCluster cluster, String prefix, List<SyntheticCluster.Share> shares) {
     List<Pod> out = new ArrayList<>(shares.size());
     for (int i = 0; i < shares.size(); i++) {
-      out.add(cluster.pending(String.format(Locale.ROOT, "%s-%05d", prefix, i), shares.get(i)));
+      Pod pod = cluster.pending(String.format(Locale.ROOT, "%s-%05d", prefix, i), shares.get(i));
+      pod.getMetadata().getLabels().put(AllocatingKubelet.BURST_LABEL, prefix);
+      out.add(pod);
     }
     return out;
   }
 
-  /** Pods placed by an engine with the scheduler's configuration, as they run once their handshake is done. */
-  private List<Pod> runningPods(DeviceConfig config, SyntheticCluster cluster, List<SyntheticCluster.Share> shares) {
-    InProcessEngine engine = new InProcessEngine(config, cluster, settings.nodes());
+  /** Nodes a running pod is placed among: enough to fill the cluster evenly, few enough that filling it costs no scan per pod. */
+  private static final int RUNNING_WINDOW = 8;
+
+  /**
+   * Pods placed by {@code placer} (an engine with the scheduler's configuration), as they run once their
+   * handshake is done; their grants are added to {@code grants}. Pod {@code i} is placed among the
+   * {@value #RUNNING_WINDOW} nodes from node {@code i mod nodes} on, or anywhere when those are full.
+   */
+  private List<Pod> runningPods(InProcessEngine placer, SyntheticCluster cluster, List<SyntheticCluster.Share> shares, List<PodGrant> grants) {
     Instant started = Instant.now().minus(Duration.ofHours(1));
+    List<String> names = new ArrayList<>(settings.nodes());
+    for (int i = 0; i < settings.nodes(); i++) {
+      names.add(SyntheticCluster.nodeName(i));
+    }
     List<Pod> out = new ArrayList<>(shares.size());
     for (int i = 0; i < shares.size(); i++) {
       String name = String.format(Locale.ROOT, "running-%05d", i);
-      Optional<PodGrant> grant = engine.schedule(cluster.pending(name, shares.get(i)));
+      Pod pending = cluster.pending(name, shares.get(i));
+      Optional<PodGrant> grant = placer.schedule(pending, window(names, i));
+      if (grant.isEmpty()) {
+        grant = placer.schedule(pending);
+      }
       if (grant.isEmpty()) {
         throw new UnavailableException(settings.nodes() + " nodes cannot hold " + shares.size() + " running pods (pod " + i + " fits nowhere); give fewer --running");
       }
+      grants.add(grant.get());
       out.add(cluster.running(name, shares.get(i), grant.get(), started));
     }
     return out;
   }
 
+  private static List<String> window(List<String> names, int i) {
+    int from = i % names.size();
+    int to = Math.min(names.size(), from + RUNNING_WINDOW);
+    return names.subList(from, to);
+  }
+
   /** The same pods through an engine of this JVM, from the same start (running pods, warm-up); pods per second. */
-  private double enginePodsPerSecond(DeviceConfig config, SyntheticCluster cluster, List<SyntheticCluster.Share> shares, List<Pod> warmup, List<Pod> burst) {
+  private double enginePodsPerSecond(DeviceConfig config, SyntheticCluster cluster, List<PodGrant> running, List<Pod> warmup, List<Pod> burst) {
     InProcessEngine engine = new InProcessEngine(config, cluster, settings.nodes());
-    for (int i = 0; i < settings.running(); i++) {
-      engine.schedule(cluster.pending(String.format(Locale.ROOT, "running-%05d", i), shares.get(i)));
-    }
+    running.forEach(engine::hold);
     engine.scheduleAll(warmup);
     long start = System.nanoTime();
     engine.scheduleAll(burst);

@@ -93,6 +93,9 @@ public final class ClusterLedger implements AutoCloseable {
   private @Nullable SharedIndexInformer<ResourceQuota> quotas;
   private volatile boolean synced;
 
+  /** Objects per page of an informer's list (client-go's reflector uses the same). */
+  private static final long LIST_PAGE = 500;
+
   /**
    * A ledger that follows the cluster once {@link #start} is called.
    *
@@ -123,12 +126,14 @@ public final class ClusterLedger implements AutoCloseable {
     // The caches keep lean copies (LeanStore): at 50,000 pods the full objects would be most of the heap.
     // The CPU feed goes first on each informer, so a pod's CPU is known when its grant is restored.
     NodeCpuFeed cpu = new NodeCpuFeed(engine, this::node, this::pod);
-    nodes = client.nodes().runnableInformer(0).itemStore(LeanStore.nodes());
+    nodes = client.nodes().withLimit(LIST_PAGE).runnableInformer(0).itemStore(LeanStore.nodes());
     nodes.addEventHandler(cpu.nodeHandler());
     nodes.addEventHandler(new NodeHandler());
     quotas = client.resourceQuotas().inAnyNamespace().runnableInformer(0);
     quotas.addEventHandler(new ReconcileOnEvent<ResourceQuota>(quota -> refreshQuotas(quota.getMetadata().getNamespace())));
-    pods = client.pods().inAnyNamespace().runnableInformer(0).itemStore(LeanStore.pods());
+    // Listed in pages, as client-go's reflector lists: one body of every pod would be held whole while
+    // decoded (hundreds of MB at 50,000 pods), and the JDK's HTTP/2 client keeps the last one it read.
+    pods = client.pods().inAnyNamespace().withLimit(LIST_PAGE).runnableInformer(0).itemStore(LeanStore.pods());
     pods.addEventHandler(cpu.podHandler());
     pods.addEventHandler(new ReconcileOnEvent<Pod>(pod -> reconcilePod(pod.getMetadata().getNamespace(), pod.getMetadata().getName())));
     // Nodes and quotas first, so that restored grants land on registered nodes.

@@ -12,6 +12,7 @@ import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import io.vgpu.api.PodGrant;
 import io.vgpu.api.PodRef;
 import io.vgpu.api.PodRequest;
+import io.vgpu.core.CandidateNodes;
 import io.vgpu.core.CompiledRequest;
 import io.vgpu.core.Engine;
 import io.vgpu.core.Explanation;
@@ -98,6 +99,8 @@ public final class Extender {
   private final Executor binds;
   private final boolean placeCpuOnlyPods;
   private final NodeLockWaiters lockWaiters = new NodeLockWaiters();
+  /** The candidate list of the last filter call, resolved. */
+  private volatile @Nullable CandidateNodes lastCandidates;
 
   /**
    * Wires the extender.
@@ -186,8 +189,11 @@ public final class Extender {
     PodRef ref = request.pod();
     // A pod filtered again (a failed or retried bind) gives back what it held first, as in HAMi.
     engine.release(ref);
+    // kube-scheduler sends the same names with nearly every call: resolved once, not per call.
+    CandidateNodes resolved = engine.candidates(candidates, lastCandidates);
+    lastCandidates = resolved;
     for (int attempt = 0; attempt < RESERVE_ATTEMPTS; attempt++) {
-      FilterResult result = engine.filter(compiled, candidates, true);
+      FilterResult result = engine.filterResolved(compiled, resolved, true);
       Map<String, String> failed = failedNodes(result.rejections());
       if (result.placement().isEmpty()) {
         reportUnschedulable(pod, ref, compiled, candidates, result.rejections());

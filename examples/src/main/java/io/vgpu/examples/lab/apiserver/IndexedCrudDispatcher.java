@@ -9,11 +9,18 @@ import io.fabric8.mockwebserver.crud.Value;
 import io.fabric8.mockwebserver.http.MockResponse;
 import io.fabric8.mockwebserver.http.RecordedRequest;
 import java.net.HttpURLConnection;
+import java.net.URI;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
 import java.util.AbstractMap;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.UUID;
 import java.util.concurrent.locks.ReadWriteLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import org.jspecify.annotations.Nullable;
@@ -62,6 +69,12 @@ final class IndexedCrudDispatcher extends KubernetesCrudDispatcher {
 
   @Override
   public MockResponse handleGet(String path) {
+    if (path.contains("limit=")) {
+      MockResponse page = handlePagedList(path);
+      if (page != null) {
+        return page;
+      }
+    }
     AttributeSet query = getKey(path);
     String name = name(query);
     if (name == null || path.contains("watch=true")) {
@@ -78,6 +91,129 @@ final class IndexedCrudDispatcher extends KubernetesCrudDispatcher {
     } finally {
       lock.readLock().unlock();
     }
+  }
+
+  /**
+   * A list request with {@code limit} (and {@code continue}), served as the API server pages it: the
+   * first page takes a snapshot of every matching object, later pages are cut from that snapshot, so
+   * a client paging through sees one consistent list at one resource version. fabric8's own handler
+   * answers a list with every object in one body, which at 50,000 pods is hundreds of MB a client must
+   * hold at once.
+   *
+   * @return the page, or {@code null} when the request is not a paged list
+   */
+  @Nullable MockResponse handlePagedList(String path) {
+    URI uri = URI.create(path);
+    String query = uri.getRawQuery();
+    long limit = longParam(query, "limit");
+    if (limit <= 0 || query.contains("watch=true")) {
+      return null;
+    }
+    String token = param(query, "continue");
+    Snapshot snapshot;
+    if (token == null || token.isEmpty()) {
+      AttributeSet key = getKey(uri.getRawPath() + "?" + without(query, "limit", "continue"));
+      if (name(key) != null) {
+        return null;
+      }
+      List<String> items = new ArrayList<>();
+      String version;
+      lock.readLock().lock();
+      try {
+        synchronized (map) {
+          map.forEach((k, v) -> {
+            if (k.matches(key)) {
+              items.add(v);
+            }
+          });
+        }
+        version = Long.toString(currentResourceVersion());
+      } finally {
+        lock.readLock().unlock();
+      }
+      snapshot = new Snapshot(items, version);
+    } else {
+      synchronized (snapshots) {
+        snapshot = snapshots.get(token);
+      }
+      if (snapshot == null) {
+        return new MockResponse().setResponseCode(410).setBody("{\"apiVersion\":\"v1\",\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"Expired\",\"code\":410,"
+            + "\"message\":\"the continue token of this list is unknown or expired\"}");
+      }
+    }
+    int end = (int) Math.min(snapshot.items.size(), snapshot.from + limit);
+    String next = "";
+    if (end < snapshot.items.size()) {
+      next = UUID.randomUUID().toString();
+      synchronized (snapshots) {
+        snapshots.put(next, new Snapshot(snapshot.items, snapshot.version, end));
+      }
+    }
+    String body = "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[" + String.join(",", snapshot.items.subList(snapshot.from, end))
+        + "],\"metadata\":{\"resourceVersion\":\"" + snapshot.version + "\",\"continue\":\"" + next + "\"}}";
+    return new MockResponse().setResponseCode(200).setHeader("Content-Type", "application/json").setBody(body);
+  }
+
+  /**
+   * Continue tokens kept, at most: a token stays valid after use (a client may retry a page), and the
+   * least recently used one is forgotten first (its page then answers 410 Expired, as an API server
+   * answers a token older than its compaction). They share their list's snapshot, so each costs little.
+   */
+  private static final int MAX_TOKENS = 4096;
+
+  private final Map<String, Snapshot> snapshots =
+      new LinkedHashMap<>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, Snapshot> eldest) {
+          return size() > MAX_TOKENS;
+        }
+      };
+
+  /** A list's objects as they were at its first page, and where the next page starts. */
+  private record Snapshot(List<String> items, String version, int from) {
+    Snapshot(List<String> items, String version) {
+      this(items, version, 0);
+    }
+  }
+
+  /** A resource version newer than every object's (fabric8 hands them out counting up; a gap is harmless). */
+  private long currentResourceVersion() {
+    return requestResourceVersion();
+  }
+
+  private static long longParam(@Nullable String query, String name) {
+    String value = param(query, name);
+    try {
+      return value == null ? 0 : Long.parseLong(value);
+    } catch (NumberFormatException e) {
+      return 0;
+    }
+  }
+
+  private static @Nullable String param(@Nullable String query, String name) {
+    if (query == null) {
+      return null;
+    }
+    for (String p : query.split("&")) {
+      if (p.startsWith(name + "=")) {
+        return URLDecoder.decode(p.substring(name.length() + 1), StandardCharsets.UTF_8);
+      }
+    }
+    return null;
+  }
+
+  private static String without(String query, String... names) {
+    List<String> kept = new ArrayList<>();
+    outer:
+    for (String p : query.split("&")) {
+      for (String n : names) {
+        if (p.startsWith(n + "=")) {
+          continue outer;
+        }
+      }
+      kept.add(p);
+    }
+    return String.join("&", kept);
   }
 
   /** Called by the create, update and patch handlers (under the write lock): only the named objects. */

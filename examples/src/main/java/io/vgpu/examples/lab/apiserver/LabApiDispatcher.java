@@ -1,6 +1,8 @@
 package io.vgpu.examples.lab.apiserver;
 
+import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher;
+import io.fabric8.kubernetes.client.utils.Serialization;
 import io.fabric8.mockwebserver.dsl.HttpMethod;
 import io.fabric8.mockwebserver.http.Buffer;
 import io.fabric8.mockwebserver.http.Dispatcher;
@@ -41,6 +43,10 @@ final class LabApiDispatcher extends Dispatcher {
   private static final Pattern BINDINGS = Pattern.compile("/api/v1/namespaces/([^/]+)/bindings");
   private static final Pattern POD_LIST = Pattern.compile("/api/v1(/namespaces/[^/]+)?/pods");
   private static final String NODE_NAME_FIELD = "spec.nodeName";
+  /** What {@code /version} answers: the Kubernetes release the lab's manifests are written for. */
+  private static final String VERSION =
+      "{\"major\":\"1\",\"minor\":\"31\",\"gitVersion\":\"v1.31.0\",\"gitCommit\":\"\",\"gitTreeState\":\"clean\","
+          + "\"buildDate\":\"2024-08-13T07:28:49Z\",\"goVersion\":\"go1.22.5\",\"compiler\":\"gc\",\"platform\":\"linux/amd64\"}";
 
   private final KubernetesCrudDispatcher crud = new IndexedCrudDispatcher();
   private final AtomicReference<@Nullable AdmissionWebhookCaller> admission = new AtomicReference<>();
@@ -56,6 +62,32 @@ final class LabApiDispatcher extends Dispatcher {
       MockResponse response = crud.handleGet(path);
       return response.code() == 200 ? JSON.readTree(response.getBody().getBytes()) : null;
     }, serviceBase));
+  }
+
+  /**
+   * Stores objects as if each had been created through the API (a name, UID, resource version and
+   * creation time; a second object of the same name is refused), without HTTP, admission or the
+   * client's round trip.
+   *
+   * @throws IllegalArgumentException naming the first object the store refuses
+   */
+  void load(List<? extends HasMetadata> objects) {
+    for (HasMetadata object : objects) {
+      String path = collectionPath(object);
+      MockResponse created = crud.handleCreate(request(HttpMethod.POST, path, Serialization.asJson(object)));
+      if (created.code() >= 300) {
+        throw new IllegalArgumentException("the lab's API server refused " + object.getKind() + " " + object.getMetadata().getName() + " (HTTP " + created.code() + "): "
+            + (created.getBody() == null ? "" : created.getBody().readUtf8()));
+      }
+    }
+  }
+
+  /** Where a client would create {@code object}: its API group's path, its namespace if it has one, its plural. */
+  private static String collectionPath(HasMetadata object) {
+    String apiVersion = object.getApiVersion() == null ? HasMetadata.getApiVersion(object.getClass()) : object.getApiVersion();
+    String group = apiVersion.contains("/") ? "/apis/" + apiVersion : "/api/" + apiVersion;
+    String namespace = object.getMetadata().getNamespace();
+    return group + (namespace == null || namespace.isEmpty() ? "" : "/namespaces/" + namespace) + "/" + HasMetadata.getPlural(object.getClass());
   }
 
   @Override
@@ -79,13 +111,17 @@ final class LabApiDispatcher extends Dispatcher {
           return createPod(request, m.group(1));
         }
       }
+      if (method == HttpMethod.GET && path.equals("/version")) {
+        // fabric8's CRUD store would answer with every object it holds (the path names no kind)
+        return new MockResponse().setResponseCode(200).setHeader("Content-Type", "application/json").setBody(VERSION);
+      }
       if (method == HttpMethod.GET && POD_LIST.matcher(path).matches()) {
         String nodeName = nodeNameSelector(uri.getRawQuery());
         if (nodeName != null) {
           return podsOnNode(request, uri, nodeName);
         }
       }
-      return crud.dispatch(request);
+      return fromResourceVersion(crud.dispatch(request), uri.getRawQuery());
     } catch (RuntimeException | LinkageError e) {
       // a stand-in's own failure: one line in the response, as the API server answers an internal error
       return status(500, "InternalError", "the lab's API server failed on " + request.getRequestLine() + ": " + e);
@@ -170,7 +206,7 @@ final class LabApiDispatcher extends Dispatcher {
     String query = withoutNodeNameSelector(uri.getRawQuery());
     String path = uri.getRawPath() + (query.isEmpty() ? "" : "?" + query);
     if (uri.getRawQuery() != null && uri.getRawQuery().contains("watch=true")) {
-      MockResponse watch = crud.dispatch(new RecordedRequest(request.getHttpVersion(), request.method(), path, request.getHeaders(), request.getBody()));
+      MockResponse watch = fromResourceVersion(crud.dispatch(new RecordedRequest(request.getHttpVersion(), request.method(), path, request.getHeaders(), request.getBody())), query);
       return watch.getWebSocketListener() == null ? watch : watch.withWebSocketUpgrade(new NodeNameWatchFilter(watch.getWebSocketListener(), nodeName));
     }
     MockResponse list = crud.handleGet(path);
@@ -187,6 +223,15 @@ final class LabApiDispatcher extends Dispatcher {
     });
     body.set("items", kept);
     return new MockResponse().setResponseCode(200).setHeader("Content-Type", "application/json").setBody(JSON.writeValueAsString(body));
+  }
+
+  /** A watch that names a resource version gets only what changed after it (fabric8's replays every object first). */
+  private static MockResponse fromResourceVersion(MockResponse response, @Nullable String rawQuery) {
+    if (response.getWebSocketListener() == null || rawQuery == null) {
+      return response;
+    }
+    long since = ResourceVersionWatchFilter.since(rawQuery);
+    return since == 0 ? response : response.withWebSocketUpgrade(new ResourceVersionWatchFilter(response.getWebSocketListener(), since));
   }
 
   private static @Nullable String nodeNameSelector(@Nullable String rawQuery) {

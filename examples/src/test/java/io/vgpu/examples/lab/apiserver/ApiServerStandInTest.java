@@ -5,8 +5,12 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.fabric8.kubernetes.api.model.Binding;
 import io.fabric8.kubernetes.api.model.BindingBuilder;
+import io.fabric8.kubernetes.api.model.ListOptionsBuilder;
+import io.fabric8.kubernetes.api.model.Node;
+import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.api.model.PodList;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhookConfiguration;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -17,6 +21,7 @@ import io.fabric8.kubernetes.client.utils.Serialization;
 import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -96,6 +101,100 @@ class ApiServerStandInTest {
       watch.close();
     }
     assertThat(List.of()).isEmpty();
+  }
+
+  @Test
+  void loadedObjectsAreStoredAsCreatedOnesAreAndADuplicateIsRefused() {
+    Pod pod = new PodBuilder().withNewMetadata().withName("loaded").withNamespace("default").addToLabels("k", "v").endMetadata()
+        .withNewSpec().withNodeName("n1").addNewContainer().withName("c").withImage("i").endContainer().endSpec().build();
+    Node node = new NodeBuilder().withNewMetadata().withName("n1").addToAnnotations("a", "b").endMetadata().build();
+    api.load(List.of(node, pod));
+
+    Pod stored = client.pods().inNamespace("default").withName("loaded").get();
+    assertThat(stored.getMetadata().getUid()).isNotBlank();
+    assertThat(stored.getMetadata().getResourceVersion()).isNotBlank();
+    assertThat(stored.getMetadata().getCreationTimestamp()).isNotBlank();
+    assertThat(stored.getSpec().getNodeName()).isEqualTo("n1");
+    assertThat(client.pods().inAnyNamespace().withLabel("k", "v").list().getItems()).extracting(p -> p.getMetadata().getName()).containsExactly("loaded");
+    assertThat(client.nodes().withName("n1").get().getMetadata().getAnnotations()).containsEntry("a", "b");
+    assertThatThrownBy(() -> api.load(List.of(pod))).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("Pod loaded").hasMessageContaining("409");
+  }
+
+  @Test
+  void aWatchFromAResourceVersionSeesOnlyWhatChangedAfterIt() throws Exception {
+    create("a");
+    create("b");
+    String listed = client.pods().inNamespace("default").list().getMetadata().getResourceVersion();
+    BlockingQueue<String> fromList = new LinkedBlockingQueue<>();
+    BlockingQueue<String> fromNow = new LinkedBlockingQueue<>();
+    var since = client.pods().inNamespace("default").watch(new ListOptionsBuilder().withResourceVersion(listed).build(), recorder(fromList));
+    var all = client.pods().inNamespace("default").watch(recorder(fromNow));
+    try {
+      create("c");
+      client.pods().inNamespace("default").withName("a").edit(p -> new PodBuilder(p).editMetadata().addToLabels("x", "y").endMetadata().build());
+      assertThat(List.of(fromList.poll(5, TimeUnit.SECONDS), fromList.poll(5, TimeUnit.SECONDS))).containsExactly("ADDED c", "MODIFIED a");
+      assertThat(fromList.poll(300, TimeUnit.MILLISECONDS)).as("nothing older than the list").isNull();
+      // A watch that names no version starts with every object, as the API server's does.
+      List<String> replayed = new ArrayList<>();
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+      while (!replayed.containsAll(List.of("ADDED a", "ADDED b")) && System.nanoTime() < deadline) {
+        String event = fromNow.poll(100, TimeUnit.MILLISECONDS);
+        if (event != null) {
+          replayed.add(event);
+        }
+      }
+      assertThat(replayed).contains("ADDED a", "ADDED b");
+    } finally {
+      since.close();
+      all.close();
+    }
+  }
+
+  @Test
+  void aListWithALimitIsPagedFromOneSnapshot() {
+    for (String name : List.of("p1", "p2", "p3", "p4", "p5")) {
+      create(name);
+    }
+    PodList first = client.pods().inNamespace("default").list(new ListOptionsBuilder().withLimit(2L).build());
+    assertThat(first.getItems()).extracting(p -> p.getMetadata().getName()).containsExactly("p1", "p2");
+    assertThat(first.getMetadata().getContinue()).isNotEmpty();
+    create("p6");
+    List<String> rest = new ArrayList<>();
+    String token = first.getMetadata().getContinue();
+    while (token != null && !token.isEmpty()) {
+      PodList page = client.pods().inNamespace("default").list(new ListOptionsBuilder().withLimit(2L).withContinue(token).build());
+      page.getItems().forEach(p -> rest.add(p.getMetadata().getName()));
+      assertThat(page.getMetadata().getResourceVersion()).isEqualTo(first.getMetadata().getResourceVersion());
+      token = page.getMetadata().getContinue();
+    }
+    assertThat(rest).as("the snapshot of the first page, without p6").containsExactly("p3", "p4", "p5");
+    assertThatThrownBy(() -> client.pods().inNamespace("default").list(new ListOptionsBuilder().withLimit(2L).withContinue("unknown").build()))
+        .satisfies(e -> assertThat(((KubernetesClientException) e).getCode()).isEqualTo(410));
+    // An informer that lists in pages gets every pod.
+    var informer = client.pods().inNamespace("default").withLimit(2L).inform();
+    try {
+      assertThat(informer.getStore().list()).extracting(p -> p.getMetadata().getName()).containsExactlyInAnyOrder("p1", "p2", "p3", "p4", "p5", "p6");
+    } finally {
+      informer.close();
+    }
+  }
+
+  @Test
+  void versionIsAnsweredAsTheApiServerAnswersIt() {
+    create("p1");
+    assertThat(client.getKubernetesVersion().getGitVersion()).isEqualTo("v1.31.0");
+  }
+
+  private static Watcher<Pod> recorder(BlockingQueue<String> events) {
+    return new Watcher<>() {
+      @Override
+      public void eventReceived(Action action, Pod resource) {
+        events.add(action + " " + resource.getMetadata().getName());
+      }
+
+      @Override
+      public void onClose(WatcherException cause) {}
+    };
   }
 
   /**
