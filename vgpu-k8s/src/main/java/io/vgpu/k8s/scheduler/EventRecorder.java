@@ -28,7 +28,7 @@ public final class EventRecorder {
   private static final int MAX_MESSAGE = 1024;
   private static final int QUEUE = 1024;
 
-  private final KubernetesClient client;
+  private final ApiWrites writes;
   private final String component;
   private final Clock clock;
   private final AtomicLong sequence = new AtomicLong();
@@ -37,7 +37,7 @@ public final class EventRecorder {
 
   /** A recorder reporting as {@code component} (e.g. {@code vgpu-scheduler}). */
   public EventRecorder(KubernetesClient client, String component, Clock clock) {
-    this.client = client;
+    this.writes = new ApiWrites(client);
     this.component = component;
     this.clock = clock;
     this.writer =
@@ -90,7 +90,7 @@ public final class EventRecorder {
     try {
       writer.execute(() -> {
         try {
-          client.v1().events().inNamespace(namespace).resource(event).create();
+          writes.create(namespace, "events", event);
         } catch (KubernetesClientException e) {
           LOG.debug("could not record {} event on {}/{}: {}", reason, namespace, pod.getMetadata().getName(), e.getMessage());
         }

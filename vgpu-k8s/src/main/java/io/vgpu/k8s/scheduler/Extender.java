@@ -7,8 +7,6 @@ import io.fabric8.kubernetes.api.model.NodeList;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
-import io.fabric8.kubernetes.client.dsl.base.PatchContext;
-import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import io.vgpu.api.PodGrant;
 import io.vgpu.api.PodRef;
 import io.vgpu.api.PodRequest;
@@ -85,6 +83,7 @@ public final class Extender {
   private static final int MESSAGE_NODES = 20;
 
   private final KubernetesClient client;
+  private final ApiWrites writes;
   private final Engine engine;
   private final Supplier<Engine.Builder> engines;
   private final ClusterLedger ledger;
@@ -128,6 +127,7 @@ public final class Extender {
       Executor binds,
       boolean placeCpuOnlyPods) {
     this.client = client;
+    this.writes = new ApiWrites(client);
     this.engine = engine;
     this.engines = engines;
     this.ledger = ledger;
@@ -291,7 +291,7 @@ public final class Extender {
     ObjectNode annotations = metadata.putObject("annotations");
     annotations(grant, Long.toString(clock.instant().getEpochSecond())).forEach(annotations::put);
     metadata.putObject("labels").put(HamiAnnotations.ASSIGNED_NODE, grant.node());
-    client.pods().inNamespace(grant.pod().namespace()).withName(grant.pod().name()).patch(PatchContext.of(PatchType.JSON_MERGE), patch.toString());
+    writes.patchPod(grant.pod().namespace(), grant.pod().name(), patch.toString());
   }
 
   private static Map<String, String> failedNodes(List<NodeRejection> rejections) {
@@ -556,14 +556,14 @@ public final class Extender {
         ObjectNode annotations = patch.putObject("metadata").putObject("annotations");
         annotations.put(HamiAnnotations.BIND_PHASE, "allocating");
         annotations.put(HamiAnnotations.BIND_TIME, Long.toString(clock.instant().getEpochSecond()));
-        client.pods().inNamespace(ref.namespace()).withName(ref.name()).patch(PatchContext.of(PatchType.JSON_MERGE), patch.toString());
+        writes.patchPod(ref.namespace(), ref.name(), patch.toString());
       }
       Binding binding =
           new BindingBuilder()
               .withNewMetadata().withName(ref.name()).withNamespace(ref.namespace()).withUid(uid).endMetadata()
               .withNewTarget().withApiVersion("v1").withKind("Node").withName(nodeName).endTarget()
               .build();
-      client.bindings().inNamespace(ref.namespace()).resource(binding).create();
+      writes.create(ref.namespace(), "bindings", binding);
     } catch (KubernetesClientException e) {
       if (usesDevices) {
         locks.release(nodeName, ref, false);

@@ -4,8 +4,6 @@ import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
-import io.fabric8.kubernetes.client.dsl.base.PatchContext;
-import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import io.vgpu.api.PodRef;
 import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.codec.NodeLockCodec;
@@ -39,6 +37,7 @@ public final class NodeLock {
   private static final Logger LOG = LoggerFactory.getLogger(NodeLock.class);
 
   private final KubernetesClient client;
+  private final ApiWrites writes;
   private final Duration timeout;
   private final Clock clock;
   private final Predicate<PodRef> cachedPod;
@@ -55,6 +54,7 @@ public final class NodeLock {
    */
   public NodeLock(KubernetesClient client, Duration timeout, Clock clock, Predicate<PodRef> cachedPod) {
     this.client = client;
+    this.writes = new ApiWrites(client);
     this.timeout = timeout;
     this.clock = clock;
     this.cachedPod = cachedPod;
@@ -203,7 +203,7 @@ public final class NodeLock {
         ObjectNode metadata = patch.putObject("metadata");
         metadata.put("resourceVersion", node.getMetadata().getResourceVersion());
         metadata.putObject("annotations").put(ANNOTATION, value);
-        client.nodes().withName(node.getMetadata().getName()).patch(PatchContext.of(PatchType.JSON_MERGE), patch.toString());
+        writes.patchNode(node.getMetadata().getName(), patch.toString());
       }
       return true;
     } catch (KubernetesClientException e) {
