@@ -166,9 +166,9 @@ public final class Extender {
     } catch (PodRequestException e) {
       return ExtenderFilterResult.error(e.getMessage());
     }
-    if (!request.wantsDevices()) {
-      // A dry run (node objects) of such a pod has nothing to evaluate: it holds no card.
-      return placeCpuOnlyPods && args.nodes() == null ? placeWithoutDevices(request, args.nodeNames()) : new ExtenderFilterResult(args.nodes(), args.nodeNames(), null, null, "");
+    // A dry run (node objects) of a pod without devices has nothing to evaluate: it holds no card.
+    if (!request.wantsDevices() && (!placeCpuOnlyPods || args.nodes() != null)) {
+      return new ExtenderFilterResult(args.nodes(), args.nodeNames(), null, null, "");
     }
     CompiledRequest compiled;
     try {
@@ -186,12 +186,15 @@ public final class Extender {
       return ExtenderFilterResult.error("this scheduler instance is not the leader");
     }
     List<String> candidates = args.nodeNames() == null ? List.of() : args.nodeNames();
-    PodRef ref = request.pod();
-    // A pod filtered again (a failed or retried bind) gives back what it held first, as in HAMi.
-    engine.release(ref);
     // kube-scheduler sends the same names with nearly every call: resolved once, not per call.
     CandidateNodes resolved = engine.candidates(candidates, lastCandidates);
     lastCandidates = resolved;
+    if (!request.wantsDevices()) {
+      return placeWithoutDevices(request, compiled, resolved);
+    }
+    PodRef ref = request.pod();
+    // A pod filtered again (a failed or retried bind) gives back what it held first, as in HAMi.
+    engine.release(ref);
     for (int attempt = 0; attempt < RESERVE_ATTEMPTS; attempt++) {
       FilterResult result = engine.filterResolved(compiled, resolved, true);
       Map<String, String> failed = failedNodes(result.rejections());
@@ -228,27 +231,15 @@ public final class Extender {
    * card node the pod's policy scores best, where its CPU is counted from now on (the pod informer
    * replaces that count once it sees the pod bound, or drops it when the pod is deleted).
    */
-  private ExtenderFilterResult placeWithoutDevices(PodRequest request, @Nullable List<String> nodeNames) {
-    List<String> candidates = nodeNames == null ? List.of() : nodeNames;
-    if (!awaitSync()) {
-      return ExtenderFilterResult.error("scheduler state is not synced yet");
-    }
-    if (!leadership.isLeader()) {
-      return ExtenderFilterResult.error("this scheduler instance is not the leader");
-    }
-    List<String> withoutCards = candidates.stream().filter(name -> !engine.hasNode(name)).toList();
-    if (!withoutCards.isEmpty() || candidates.isEmpty()) {
+  private ExtenderFilterResult placeWithoutDevices(PodRequest request, CompiledRequest compiled, CandidateNodes candidates) {
+    List<String> withoutCards = candidates.names().stream().filter(name -> !engine.hasNode(name)).toList();
+    if (!withoutCards.isEmpty() || candidates.size() == 0) {
       return new ExtenderFilterResult(null, withoutCards, null, null, "");
     }
-    Optional<Placement> placement;
-    try {
-      placement = engine.filter(engine.compile(request), candidates, false).placement();
-    } catch (IllegalArgumentException e) {
-      return ExtenderFilterResult.error(e.getMessage());
-    }
+    Optional<Placement> placement = engine.filterResolved(compiled, candidates, false).placement();
     if (placement.isEmpty()) {
       // Nothing the policy prefers (a pod without devices fits every registered node): kube-scheduler chooses.
-      return new ExtenderFilterResult(null, candidates, null, null, "");
+      return new ExtenderFilterResult(null, candidates.names(), null, null, "");
     }
     String node = placement.get().node();
     if (request.cpuMilli() >= 0) {
