@@ -3,9 +3,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -13,6 +15,8 @@
 #include "vgpu/vgpu.h"
 
 #define ATTACH_WAIT_NS 10000000000ULL /* give up on a region locked exclusively for 10 s */
+#define SIZE_WAIT_NS 2000000000ULL     /* a file another process has just created is sized within 2 s */
+#define REGION_BYTES ((off_t)sizeof(struct vgpu_region))
 
 static void initialise(struct vgpu_region *region, const struct vgpu_config *config) {
     struct vgpu_region_header *header = &region->header;
@@ -37,16 +41,6 @@ static void initialise(struct vgpu_region *region, const struct vgpu_config *con
     }
     atomic_thread_fence(memory_order_release);
     header->magic = VGPU_REGION_MAGIC; /* last: readers see a complete region or none */
-}
-
-/* Alone with the file: start it afresh. Counters left by dead processes are meaningless, and the
- * limits come from this process's configuration, never from a stale file. */
-static bool reset_file(int fd, const char *path) {
-    if (ftruncate(fd, 0) != 0 || ftruncate(fd, (off_t)sizeof(struct vgpu_region)) != 0) {
-        LOG_ERROR("cannot size shared region %s: %s", path, strerror(errno));
-        return false;
-    }
-    return true;
 }
 
 /* The first 48 bytes of every header of this layout, as six words to compare. */
@@ -109,16 +103,113 @@ static void warn_on_different_limits(const struct vgpu_region *region, const str
     }
 }
 
+/* The region's directory is writable by every uid of the container (the node agent's 0777 directory,
+ * or /tmp), so whatever is at the path may have been put there by another user: a symbolic or hard link
+ * to a file of the container, a directory, a FIFO, a file of its own. A root process must never write
+ * through it. So the path is created only when nothing is there (O_EXCL), a symbolic link at it is never
+ * followed (O_NOFOLLOW), and O_NONBLOCK keeps the open of a FIFO or device from blocking until fstat
+ * refuses it (it changes nothing for a regular file). *created tells which of the two opens succeeded. */
+static int open_region_file(const char *path, bool *created) {
+    const int flags = O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        int fd = open(path, flags | O_CREAT | O_EXCL, 0666);
+        *created = fd >= 0;
+        if (fd >= 0 || errno != EEXIST) return fd;
+        fd = open(path, flags);
+        if (fd >= 0 || errno != ENOENT) return fd;
+        /* removed between the two opens: try to create it again */
+    }
+    return -1;
+}
+
+/* fstat without glibc's fstat, which exists only from glibc 2.33 on (glibc_versions.h): on x86_64 and
+ * aarch64 the kernel's struct stat is glibc's. */
+static int stat_of(int fd, struct stat *status) {
+#if defined(__x86_64__) || defined(__aarch64__)
+    return (int)syscall(SYS_fstat, fd, status);
+#else
+    return fstat(fd, status);
+#endif
+}
+
+static const char *file_type(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISSOCK(mode)) return "a socket";
+    if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+    return "not a file";
+}
+
+/* Writes into why (and returns false) what makes the opened file unfit to be this process's region:
+ * anything but a regular file, a file with another name (a hard link may be a file of the container),
+ * or one owned by a user other than this process's or root (never write into another user's file). */
+static bool fit_to_share(const struct stat *status, char *why, size_t size) {
+    uid_t self = geteuid();
+    if (!S_ISREG(status->st_mode))
+        snprintf(why, size, "it is not a regular file (%s)", file_type(status->st_mode));
+    else if (status->st_nlink != 1)
+        snprintf(why, size, "it has %lu hard links, a region has exactly one (another name may be a file of the container)",
+                 (unsigned long)status->st_nlink);
+    else if (status->st_uid != self && status->st_uid != 0)
+        snprintf(why, size, "it is owned by uid %u; libvgpu writes only into a file of this process's uid (%u) or root's",
+                 (unsigned)status->st_uid, (unsigned)self);
+    else
+        return true;
+    return false;
+}
+
+/* A file this process did not create is used at its own size, never resized: a process that has just
+ * created it sizes it at once, so a shorter one is waited for a moment, then refused. */
+static bool region_sized(int fd, struct stat *status, char *why, size_t size) {
+    uint64_t deadline = vgpu_now_ns() + SIZE_WAIT_NS;
+    while (status->st_size < REGION_BYTES && vgpu_now_ns() < deadline) {
+        vgpu_sleep_ns(1000000);
+        if (stat_of(fd, status) != 0) break;
+    }
+    if (status->st_size == REGION_BYTES) return true;
+    snprintf(why, size, "it is %lld bytes, not the %lld of a vgpu region v%u (another layout, or cut short); libvgpu "
+             "resizes only a file it created", (long long)status->st_size, (long long)REGION_BYTES, VGPU_REGION_VERSION);
+    return false;
+}
+
+/* The region file, open and checked, sized when this process created it; -1 after one log line. */
+static int open_checked(const char *path) {
+    bool created = false;
+    int fd = open_region_file(path, &created);
+    if (fd < 0) {
+        if (errno == ELOOP)
+            LOG_ERROR("refusing shared region %s (CUDA_DEVICE_MEMORY_SHARED_CACHE): it is a symbolic link, which libvgpu "
+                      "never follows (another user of the container may have put it there)", path);
+        else if (errno == EISDIR)
+            LOG_ERROR("refusing shared region %s (CUDA_DEVICE_MEMORY_SHARED_CACHE): it is not a regular file (a directory)",
+                      path);
+        else
+            LOG_ERROR("cannot open shared region %s (CUDA_DEVICE_MEMORY_SHARED_CACHE): %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat status;
+    char why[256];
+    if (stat_of(fd, &status) != 0) {
+        LOG_ERROR("cannot inspect shared region %s (CUDA_DEVICE_MEMORY_SHARED_CACHE): %s", path, strerror(errno));
+    } else if (!fit_to_share(&status, why, sizeof why) || (!created && !region_sized(fd, &status, why, sizeof why))) {
+        LOG_ERROR("refusing shared region %s (CUDA_DEVICE_MEMORY_SHARED_CACHE): %s", path, why);
+    } else if (created && (fchmod(fd, 0666) != 0 || ftruncate(fd, REGION_BYTES) != 0)) {
+        /* 0666 past the umask, before the size that tells others the file is ready: processes of any
+         * user of the container share the region. */
+        LOG_ERROR("cannot prepare shared region %s: %s", path, strerror(errno));
+    } else {
+        return fd;
+    }
+    close(fd);
+    return -1;
+}
+
 struct vgpu_region *vgpu_region_attach(const struct vgpu_config *config) {
     const char *path = config->region_path;
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (fd < 0) {
-        LOG_ERROR("cannot open shared region %s (CUDA_DEVICE_MEMORY_SHARED_CACHE): %s", path, strerror(errno));
-        return NULL;
-    }
-    (void)fchmod(fd, 0666); /* processes of any user in the container share it */
+    int fd = open_checked(path);
+    if (fd < 0) return NULL;
     bool alone = lock_file(fd, F_WRLCK);
-    if ((alone && !reset_file(fd, path)) || (!alone && !lock_shared(fd, path))) {
+    if (!alone && !lock_shared(fd, path)) {
         close(fd);
         return NULL;
     }
@@ -130,6 +221,10 @@ struct vgpu_region *vgpu_region_attach(const struct vgpu_config *config) {
     }
     struct vgpu_region *region = mapping;
     if (alone) {
+        /* Alone with the file: start it afresh, in place (it is never truncated). Counters left by dead
+         * processes are meaningless, and the limits come from this process's configuration, never from
+         * a stale file. The magic, zeroed first and written last, tells readers it is not ready yet. */
+        memset(region, 0, sizeof *region);
         initialise(region, config);
         lock_file(fd, F_RDLCK); /* atomic downgrade: others may attach now */
     } else if (!vgpu_region_intact(region)) {

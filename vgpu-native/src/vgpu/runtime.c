@@ -14,6 +14,7 @@ VGPU_MUTEX(start_lock);
 VGPU_MUTEX(region_lock);
 VGPU_ONCE(process_hooks_once);
 static _Atomic(struct vgpu_region *) attached_region;
+static bool region_refused; /* under region_lock: one attempt per process, one log line */
 static bool prepared, started;
 
 struct vgpu_region *vgpu_runtime_region(void) {
@@ -23,8 +24,11 @@ struct vgpu_region *vgpu_runtime_region(void) {
     if (config == NULL) return NULL;
     pthread_mutex_lock(&region_lock);
     region = atomic_load(&attached_region);
-    if (region == NULL) {
+    if (region == NULL && !region_refused) {
+        /* A region that could not be used is not tried again: the process stays without one (fails
+         * closed) rather than logging, and waiting, on every later NVML query or cuInit. */
         region = vgpu_region_attach(config);
+        region_refused = region == NULL;
         atomic_store_explicit(&attached_region, region, memory_order_release);
     }
     pthread_mutex_unlock(&region_lock);

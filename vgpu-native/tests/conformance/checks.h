@@ -57,6 +57,12 @@ int check_graph_launch_paced(int argc, char **argv);
 int check_graph_memory(int argc, char **argv);
 int check_free_async(int argc, char **argv);
 int check_launch_wait_bounded(int argc, char **argv);
+int check_region_symlink_refused(int argc, char **argv);
+int check_region_hard_link_refused(int argc, char **argv);
+int check_region_not_regular_refused(int argc, char **argv);
+int check_region_foreign_owner_refused(int argc, char **argv);
+int check_region_wrong_size_refused(int argc, char **argv);
+int check_region_created_and_shared(int argc, char **argv);
 
 int role_race_worker(int argc, char **argv);
 int role_kill_holder(int argc, char **argv);
