@@ -41,10 +41,12 @@ import java.util.stream.Collectors;
  * </ul>
  *
  * Mounts: {@code <hook>/vgpu/libvgpu.so} read-only; the per-container directory read-write at {@code
- * <hook>/vgpu}; {@code /tmp/vgpulock}; {@code /etc/ld.so.preload} read-only, left out only in a namespace
- * of {@link ContractSettings#disableControlNamespaces()} (the container's own {@code
- * CUDA_DISABLE_CONTROL}, which HAMi obeys, is ignored: a pod must not switch its own limits off); and
- * {@code /etc/vgpu/limits} read-only. Paths: {@link HookLayout}.
+ * <hook>/vgpu}; {@code /etc/ld.so.preload} read-only, left out only in a namespace of {@link
+ * ContractSettings#disableControlNamespaces()} (the container's own {@code CUDA_DISABLE_CONTROL}, which
+ * HAMi obeys, is ignored: a pod must not switch its own limits off); and {@code /etc/vgpu/limits}
+ * read-only. Paths: {@link HookLayout}. HAMi also mounts the node's {@code /tmp/vgpulock} read-write
+ * into every container; vgpu's libvgpu.so never uses it, and a directory every tenant can write is a
+ * channel between tenants, so it is not mounted.
  *
  * <p>The limits file holds every key above except {@code NVIDIA_VISIBLE_DEVICES}, as {@code KEY=VALUE}
  * lines, and ends with the line {@value #LIMITS_FILE_END}, which libvgpu.so requires (a file without it
@@ -110,7 +112,6 @@ public final class NvidiaContainerContract implements ContainerContract {
     List<Mount> mounts = new ArrayList<>();
     mounts.add(new Mount(layout.library(), layout.library(), true));
     mounts.add(new Mount(layout.vgpuDirectory(), layout.containerDirectory(podUid, grant.name()), false));
-    mounts.add(new Mount(HookLayout.LOCK_DIRECTORY, HookLayout.LOCK_DIRECTORY, false));
     if (!controlDisabled) {
       mounts.add(new Mount(HookLayout.CONTAINER_PRELOAD_FILE, layout.preloadFile(), true));
     }

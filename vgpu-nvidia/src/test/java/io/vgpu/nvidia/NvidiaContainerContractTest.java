@@ -68,7 +68,6 @@ class NvidiaContainerContractTest {
             env LIBCUDA_LOG_LEVEL=1
             mount /usr/local/vgpu/libvgpu.so <- /usr/local/vgpu/libvgpu.so ro
             mount /usr/local/vgpu <- /usr/local/vgpu/containers/6f1c2d3e-0000-4000-8000-000000000001_main rw
-            mount /tmp/vgpulock <- /tmp/vgpulock rw
             mount /etc/ld.so.preload <- /usr/local/vgpu/ld.so.preload ro
             mount /etc/vgpu/limits <- /usr/local/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_main ro
             file /usr/local/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_main
@@ -103,7 +102,6 @@ class NvidiaContainerContractTest {
             env CUDA_TASK_PRIORITY=1
             mount /opt/hami/vgpu/libvgpu.so <- /opt/hami/vgpu/libvgpu.so ro
             mount /opt/hami/vgpu <- /opt/hami/vgpu/containers/6f1c2d3e-0000-4000-8000-000000000001_trainer rw
-            mount /tmp/vgpulock <- /tmp/vgpulock rw
             mount /etc/ld.so.preload <- /opt/hami/vgpu/ld.so.preload ro
             mount /etc/vgpu/limits <- /opt/hami/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_trainer ro
             file /opt/hami/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_trainer
@@ -136,7 +134,6 @@ class NvidiaContainerContractTest {
             env LIBCUDA_LOG_LEVEL=3
             mount /usr/local/vgpu/libvgpu.so <- /usr/local/vgpu/libvgpu.so ro
             mount /usr/local/vgpu <- /usr/local/vgpu/containers/6f1c2d3e-0000-4000-8000-000000000001_a rw
-            mount /tmp/vgpulock <- /tmp/vgpulock rw
             mount /etc/ld.so.preload <- /usr/local/vgpu/ld.so.preload ro
             mount /etc/vgpu/limits <- /usr/local/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_a ro
             file /usr/local/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_a
@@ -153,7 +150,6 @@ class NvidiaContainerContractTest {
             env LIBCUDA_LOG_LEVEL=3
             mount /usr/local/vgpu/libvgpu.so <- /usr/local/vgpu/libvgpu.so ro
             mount /usr/local/vgpu <- /usr/local/vgpu/containers/6f1c2d3e-0000-4000-8000-000000000001_b rw
-            mount /tmp/vgpulock <- /tmp/vgpulock rw
             mount /etc/ld.so.preload <- /usr/local/vgpu/ld.so.preload ro
             mount /etc/vgpu/limits <- /usr/local/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_b ro
             file /usr/local/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_b
@@ -179,6 +175,17 @@ class NvidiaContainerContractTest {
       assertThat(m.readOnly()).isTrue();
       assertThat(m.hostPath()).isEqualTo(limits);
     });
+  }
+
+  @Test
+  void theOnlyWritableMountIsTheContainersOwnDirectory() {
+    // A host directory mounted writable into every GPU container (HAMi's /tmp/vgpulock) would be a
+    // channel between tenants; libvgpu.so needs nothing beyond its own directory.
+    Allocation a = contract(ContractSettings.DEFAULT).allocate(POD, UID, grant("main", gpu(GPU0, 4096, 25)), Map.of());
+    assertThat(a.mounts())
+        .filteredOn(m -> !m.readOnly())
+        .singleElement()
+        .satisfies(m -> assertThat(m.hostPath()).isEqualTo("/usr/local/vgpu/containers/" + UID + "_main"));
   }
 
   @Test
