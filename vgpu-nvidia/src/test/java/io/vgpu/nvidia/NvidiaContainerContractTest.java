@@ -72,6 +72,7 @@ class NvidiaContainerContractTest {
             mount /etc/vgpu/limits <- /usr/local/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_main ro
             file /usr/local/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_main
             # vgpu limits of pod ml/train container main
+            # devices: GPU-12345678-1234-1234-1234-123456780000
             CUDA_DEVICE_MEMORY_LIMIT_0=4096m
             CUDA_DEVICE_SM_LIMIT=25
             CUDA_DEVICE_MEMORY_SHARED_CACHE=/usr/local/vgpu/vgpu.cache
@@ -106,6 +107,7 @@ class NvidiaContainerContractTest {
             mount /etc/vgpu/limits <- /opt/hami/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_trainer ro
             file /opt/hami/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_trainer
             # vgpu limits of pod ml/train container trainer
+            # devices: GPU-12345678-1234-1234-1234-123456780001,GPU-12345678-1234-1234-1234-123456780000
             CUDA_DEVICE_MEMORY_LIMIT_0=8192m
             CUDA_DEVICE_MEMORY_LIMIT_1=10240m
             CUDA_DEVICE_SM_LIMIT=20
@@ -138,6 +140,7 @@ class NvidiaContainerContractTest {
             mount /etc/vgpu/limits <- /usr/local/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_a ro
             file /usr/local/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_a
             # vgpu limits of pod ml/train container a
+            # devices: GPU-12345678-1234-1234-1234-123456780000
             CUDA_DEVICE_MEMORY_LIMIT_0=2048m
             CUDA_DEVICE_SM_LIMIT=10
             CUDA_DEVICE_MEMORY_SHARED_CACHE=/usr/local/vgpu/vgpu.cache
@@ -154,6 +157,7 @@ class NvidiaContainerContractTest {
             mount /etc/vgpu/limits <- /usr/local/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_b ro
             file /usr/local/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_b
             # vgpu limits of pod ml/train container b
+            # devices: GPU-12345678-1234-1234-1234-123456780000
             CUDA_DEVICE_MEMORY_LIMIT_0=3072m
             CUDA_DEVICE_SM_LIMIT=15
             CUDA_DEVICE_MEMORY_SHARED_CACHE=/usr/local/vgpu/vgpu.cache
@@ -193,7 +197,7 @@ class NvidiaContainerContractTest {
     ContractSettings settings = ContractSettings.DEFAULT.withDisableCoreLimit(true).withMemoryOversubscribed(true);
     Allocation a =
         contract(settings).allocate(POD, UID, grant("main", gpu(GPU0, 4096, 25), gpu(GPU1, 4096, 25)), Map.of("GPU_CORE_UTILIZATION_POLICY", "force", "CUDA_TASK_PRIORITY", "-3"));
-    StringBuilder expected = new StringBuilder("# vgpu limits of pod ml/train container main\n");
+    StringBuilder expected = new StringBuilder("# vgpu limits of pod ml/train container main\n# devices: " + GPU0 + "," + GPU1 + "\n");
     a.env().forEach((k, v) -> {
       if (!k.equals("NVIDIA_VISIBLE_DEVICES")) {
         expected.append(k).append('=').append(v).append('\n');
