@@ -204,6 +204,8 @@ public final class NodeAgent implements AutoCloseable {
               GpuProcesses.nvml(nvidia),
               () -> b.pods.getIndexer().list(),
               b.layout,
+              grants,
+              options.nodeName(),
               HostProcesses.procfs(),
               events::warning,
               registry == null ? new WatchdogMetrics() : new WatchdogMetrics(registry),
