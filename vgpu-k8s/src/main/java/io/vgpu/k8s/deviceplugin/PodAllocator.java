@@ -203,6 +203,9 @@ public final class PodAllocator {
    * @throws AllocationException when the call cannot be served; the message names the pods and why
    */
   public synchronized AllocateResponse allocate(AllocateRequest request) throws AllocationException {
+    if (request.getContainerRequestsCount() == 0) {
+      throw new AllocationException("Allocate on node " + nodeName + " asks for no container");
+    }
     Snapshot snapshot = snapshot();
     snapshot.strangers().forEach(this::tell);
     Stranger refused = snapshot.refusedHolder();
@@ -444,7 +447,7 @@ public final class PodAllocator {
     List<List<DeviceGrant>> marks = marks(pod);
     List<Boolean> unserved = new ArrayList<>();
     for (int i = 0; i < granted.perContainer().size(); i++) {
-      unserved.add(i < marks.size() && !marks.get(i).isEmpty());
+      unserved.add(i < marks.size() && !marks.get(i).isEmpty() && !granted.perContainer().get(i).isEmpty());
     }
     return new Starting(pod, PodRefs.of(pod), holdsLock, granted.perContainer(), unserved);
   }

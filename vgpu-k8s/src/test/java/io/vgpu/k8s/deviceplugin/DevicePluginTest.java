@@ -338,6 +338,16 @@ class DevicePluginTest {
   }
 
   @Test
+  void toAllocateMarkingAContainerTheSchedulerGaveNothingChangesNothing() {
+    boundPod("p1", List.of(), List.of("sidecar", "gpu"), List.of(List.of(), List.of(grant(GPU1, 1024, 10))), "100", true);
+    annotate("p1", HamiAnnotations.DEVICES_TO_ALLOCATE, GPU0 + ",NVIDIA,40960,100:;" + GPU1 + ",NVIDIA,1024,10:;");
+    assertThat(kubelet.allocate(List.of(GPU1 + "-0")).getContainerResponses(0).getEnvsMap()).containsEntry("CONTAINER", "gpu");
+    assertThat(annotations("p1")).containsEntry(HamiAnnotations.DEVICES_TO_ALLOCATE, ";;").containsEntry(HamiAnnotations.BIND_PHASE, "success");
+    assertThatThrownBy(() -> kubelet.pluginStub().allocate(io.vgpu.k8s.deviceplugin.v1beta1.AllocateRequest.getDefaultInstance()))
+        .hasMessageContaining("Allocate on node n1 asks for no container");
+  }
+
+  @Test
   void anUnsignedGrantIsRefused() {
     boundPod("p1", List.of(), List.of("gpu"), List.of(List.of(grant(GPU1, 1024, 10))), "100", true);
     client.pods().inNamespace("default").withName("p1").edit(p -> new PodBuilder(p).editMetadata().removeFromAnnotations(GrantSignature.ANNOTATION).endMetadata().build());
