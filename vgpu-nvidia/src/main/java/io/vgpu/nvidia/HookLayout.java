@@ -25,8 +25,6 @@ public record HookLayout(String hookPath) {
   public static final String CONTAINER_LIMITS_FILE = "/etc/vgpu/limits";
   /** The system-wide preload list inside a container. */
   public static final String CONTAINER_PRELOAD_FILE = "/etc/ld.so.preload";
-  /** HAMi's lock directory, shared by all containers of a node. */
-  public static final String LOCK_DIRECTORY = "/tmp/vgpulock";
   /** The interposer's file name. */
   public static final String LIBRARY_NAME = "libvgpu.so";
   /** The shared region's file name inside the per-container directory. */

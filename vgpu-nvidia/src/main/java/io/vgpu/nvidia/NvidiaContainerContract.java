@@ -41,13 +41,16 @@ import java.util.stream.Collectors;
  * </ul>
  *
  * Mounts: {@code <hook>/vgpu/libvgpu.so} read-only; the per-container directory read-write at {@code
- * <hook>/vgpu}; {@code /tmp/vgpulock}; {@code /etc/ld.so.preload} read-only, left out only in a namespace
- * of {@link ContractSettings#disableControlNamespaces()} (the container's own {@code
- * CUDA_DISABLE_CONTROL}, which HAMi obeys, is ignored: a pod must not switch its own limits off); and
- * {@code /etc/vgpu/limits} read-only. Paths: {@link HookLayout}.
+ * <hook>/vgpu}; {@code /etc/ld.so.preload} read-only, left out only in a namespace of {@link
+ * ContractSettings#disableControlNamespaces()} (the container's own {@code CUDA_DISABLE_CONTROL}, which
+ * HAMi obeys, is ignored: a pod must not switch its own limits off); and {@code /etc/vgpu/limits}
+ * read-only. Paths: {@link HookLayout}. HAMi also mounts the node's {@code /tmp/vgpulock} read-write
+ * into every container; vgpu's libvgpu.so never uses it, and a directory every tenant can write is a
+ * channel between tenants, so it is not mounted.
  *
  * <p>The limits file holds every key above except {@code NVIDIA_VISIBLE_DEVICES}, as {@code KEY=VALUE}
- * lines, and ends with the line {@value #LIMITS_FILE_END}, which libvgpu.so requires (a file without it
+ * lines after two comments (the pod and container; the granted UUIDs, {@link #LIMITS_FILE_DEVICES}),
+ * and ends with the line {@value #LIMITS_FILE_END}, which libvgpu.so requires (a file without it
  * is cut short, and refused): the same limits as the environment, so a process whose environment was
  * edited or lost still meets them. It is one of the allocation's host files; the node agent writes it
  * (see {@link HostPreparation}). With device specs, the GPUs' device nodes and those of {@code /dev/nvidiactl},
@@ -60,6 +63,13 @@ public final class NvidiaContainerContract implements ContainerContract {
 
   /** The last line of every limits file: libvgpu.so refuses a file without it as incomplete. */
   public static final String LIMITS_FILE_END = "END";
+
+  /**
+   * The start of the limits file's second line, a comment libvgpu.so skips, followed by the granted
+   * UUIDs in ordinal order, comma-separated: the node's own record of which cards Allocate gave the
+   * container, for the node agent's watchdog, which no pod annotation can change.
+   */
+  public static final String LIMITS_FILE_DEVICES = "# devices: ";
 
   private static final String TASK_PRIORITY = "CUDA_TASK_PRIORITY";
   private static final String CORE_POLICY = "GPU_CORE_UTILIZATION_POLICY";
@@ -110,7 +120,6 @@ public final class NvidiaContainerContract implements ContainerContract {
     List<Mount> mounts = new ArrayList<>();
     mounts.add(new Mount(layout.library(), layout.library(), true));
     mounts.add(new Mount(layout.vgpuDirectory(), layout.containerDirectory(podUid, grant.name()), false));
-    mounts.add(new Mount(HookLayout.LOCK_DIRECTORY, HookLayout.LOCK_DIRECTORY, false));
     if (!controlDisabled) {
       mounts.add(new Mount(HookLayout.CONTAINER_PRELOAD_FILE, layout.preloadFile(), true));
     }
@@ -204,6 +213,8 @@ public final class NvidiaContainerContract implements ContainerContract {
     String subject = "pod " + pod + " container " + grant.name();
     // a comment must stay one line: libvgpu.so reads the next line as a key
     out.append("# vgpu limits of ").append(subject.replaceAll("\\p{Cntrl}", "?")).append('\n');
+    String cards = grant.devices().stream().map(DeviceGrant::uuid).collect(Collectors.joining(","));
+    out.append(LIMITS_FILE_DEVICES).append(cards.replaceAll("\\p{Cntrl}", "?")).append('\n');
     limits.forEach((key, value) -> out.append(key).append('=').append(value).append('\n'));
     return out.append(LIMITS_FILE_END).append('\n').toString();
   }

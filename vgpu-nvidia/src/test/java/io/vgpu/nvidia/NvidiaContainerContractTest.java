@@ -68,11 +68,11 @@ class NvidiaContainerContractTest {
             env LIBCUDA_LOG_LEVEL=1
             mount /usr/local/vgpu/libvgpu.so <- /usr/local/vgpu/libvgpu.so ro
             mount /usr/local/vgpu <- /usr/local/vgpu/containers/6f1c2d3e-0000-4000-8000-000000000001_main rw
-            mount /tmp/vgpulock <- /tmp/vgpulock rw
             mount /etc/ld.so.preload <- /usr/local/vgpu/ld.so.preload ro
             mount /etc/vgpu/limits <- /usr/local/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_main ro
             file /usr/local/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_main
             # vgpu limits of pod ml/train container main
+            # devices: GPU-12345678-1234-1234-1234-123456780000
             CUDA_DEVICE_MEMORY_LIMIT_0=4096m
             CUDA_DEVICE_SM_LIMIT=25
             CUDA_DEVICE_MEMORY_SHARED_CACHE=/usr/local/vgpu/vgpu.cache
@@ -103,11 +103,11 @@ class NvidiaContainerContractTest {
             env CUDA_TASK_PRIORITY=1
             mount /opt/hami/vgpu/libvgpu.so <- /opt/hami/vgpu/libvgpu.so ro
             mount /opt/hami/vgpu <- /opt/hami/vgpu/containers/6f1c2d3e-0000-4000-8000-000000000001_trainer rw
-            mount /tmp/vgpulock <- /tmp/vgpulock rw
             mount /etc/ld.so.preload <- /opt/hami/vgpu/ld.so.preload ro
             mount /etc/vgpu/limits <- /opt/hami/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_trainer ro
             file /opt/hami/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_trainer
             # vgpu limits of pod ml/train container trainer
+            # devices: GPU-12345678-1234-1234-1234-123456780001,GPU-12345678-1234-1234-1234-123456780000
             CUDA_DEVICE_MEMORY_LIMIT_0=8192m
             CUDA_DEVICE_MEMORY_LIMIT_1=10240m
             CUDA_DEVICE_SM_LIMIT=20
@@ -136,11 +136,11 @@ class NvidiaContainerContractTest {
             env LIBCUDA_LOG_LEVEL=3
             mount /usr/local/vgpu/libvgpu.so <- /usr/local/vgpu/libvgpu.so ro
             mount /usr/local/vgpu <- /usr/local/vgpu/containers/6f1c2d3e-0000-4000-8000-000000000001_a rw
-            mount /tmp/vgpulock <- /tmp/vgpulock rw
             mount /etc/ld.so.preload <- /usr/local/vgpu/ld.so.preload ro
             mount /etc/vgpu/limits <- /usr/local/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_a ro
             file /usr/local/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_a
             # vgpu limits of pod ml/train container a
+            # devices: GPU-12345678-1234-1234-1234-123456780000
             CUDA_DEVICE_MEMORY_LIMIT_0=2048m
             CUDA_DEVICE_SM_LIMIT=10
             CUDA_DEVICE_MEMORY_SHARED_CACHE=/usr/local/vgpu/vgpu.cache
@@ -153,11 +153,11 @@ class NvidiaContainerContractTest {
             env LIBCUDA_LOG_LEVEL=3
             mount /usr/local/vgpu/libvgpu.so <- /usr/local/vgpu/libvgpu.so ro
             mount /usr/local/vgpu <- /usr/local/vgpu/containers/6f1c2d3e-0000-4000-8000-000000000001_b rw
-            mount /tmp/vgpulock <- /tmp/vgpulock rw
             mount /etc/ld.so.preload <- /usr/local/vgpu/ld.so.preload ro
             mount /etc/vgpu/limits <- /usr/local/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_b ro
             file /usr/local/vgpu/limits/6f1c2d3e-0000-4000-8000-000000000001_b
             # vgpu limits of pod ml/train container b
+            # devices: GPU-12345678-1234-1234-1234-123456780000
             CUDA_DEVICE_MEMORY_LIMIT_0=3072m
             CUDA_DEVICE_SM_LIMIT=15
             CUDA_DEVICE_MEMORY_SHARED_CACHE=/usr/local/vgpu/vgpu.cache
@@ -182,11 +182,22 @@ class NvidiaContainerContractTest {
   }
 
   @Test
+  void theOnlyWritableMountIsTheContainersOwnDirectory() {
+    // A host directory mounted writable into every GPU container (HAMi's /tmp/vgpulock) would be a
+    // channel between tenants; libvgpu.so needs nothing beyond its own directory.
+    Allocation a = contract(ContractSettings.DEFAULT).allocate(POD, UID, grant("main", gpu(GPU0, 4096, 25)), Map.of());
+    assertThat(a.mounts())
+        .filteredOn(m -> !m.readOnly())
+        .singleElement()
+        .satisfies(m -> assertThat(m.hostPath()).isEqualTo("/usr/local/vgpu/containers/" + UID + "_main"));
+  }
+
+  @Test
   void theLimitsFileHoldsExactlyTheEnvironmentsLimitKeys() {
     ContractSettings settings = ContractSettings.DEFAULT.withDisableCoreLimit(true).withMemoryOversubscribed(true);
     Allocation a =
         contract(settings).allocate(POD, UID, grant("main", gpu(GPU0, 4096, 25), gpu(GPU1, 4096, 25)), Map.of("GPU_CORE_UTILIZATION_POLICY", "force", "CUDA_TASK_PRIORITY", "-3"));
-    StringBuilder expected = new StringBuilder("# vgpu limits of pod ml/train container main\n");
+    StringBuilder expected = new StringBuilder("# vgpu limits of pod ml/train container main\n# devices: " + GPU0 + "," + GPU1 + "\n");
     a.env().forEach((k, v) -> {
       if (!k.equals("NVIDIA_VISIBLE_DEVICES")) {
         expected.append(k).append('=').append(v).append('\n');

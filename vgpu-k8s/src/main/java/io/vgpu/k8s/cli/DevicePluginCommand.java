@@ -5,6 +5,9 @@ import io.vgpu.api.spi.DeviceSource;
 import io.vgpu.k8s.config.DeviceConfig;
 import io.vgpu.k8s.config.DeviceConfigReader;
 import io.vgpu.k8s.deviceplugin.NodeAgent;
+import io.vgpu.k8s.grant.GrantKeySecret;
+import io.vgpu.k8s.grant.GrantVerifier;
+import io.vgpu.k8s.grant.PodGrants;
 import io.vgpu.k8s.yaml.InputException;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -45,6 +48,12 @@ public final class DevicePluginCommand implements Callable<Integer> {
   @Option(names = "--metrics-bind-address", defaultValue = ":9394", description = "The node monitor's address; empty for none (default ${DEFAULT-VALUE}).")
   String metricsBind;
 
+  @Option(
+      names = "--grant-key-secret",
+      paramLabel = "NAMESPACE/NAME",
+      description = "The Secret holding the scheduler's grant key: Allocate serves, and the watchdog honours, only grants the scheduler signed. Without it grants are taken as written.")
+  @Nullable String grantKeySecret;
+
   @Override
   public Integer call() throws Exception {
     String node = nodeName != null ? nodeName : System.getenv("NODE_NAME");
@@ -61,9 +70,17 @@ public final class DevicePluginCommand implements Callable<Integer> {
       devices.close();
       throw e;
     }
+    PodGrants grants;
+    try {
+      grants = grantKeySecret == null ? PodGrants.unverified() : PodGrants.verified(GrantVerifier.of(GrantKeySecret.parse(client, "--grant-key-secret", grantKeySecret)));
+    } catch (IllegalArgumentException e) {
+      client.close();
+      devices.close();
+      throw new InputException(e.getMessage());
+    }
     CountDownLatch stopped = new CountDownLatch(1);
     NodeAgent.Options options = new NodeAgent.Options(node, hook, pluginDirectory, "nvidia-gpu.sock", metricsBind, true);
-    try (NodeAgent agent = NodeAgent.start(options, config, devices, client, Clock.systemUTC())) {
+    try (NodeAgent agent = NodeAgent.start(options, config, devices, client, grants, Clock.systemUTC())) {
       Runtime.getRuntime().addShutdownHook(new Thread(stopped::countDown, "vgpu-node-agent-shutdown"));
       stopped.await();
     } finally {

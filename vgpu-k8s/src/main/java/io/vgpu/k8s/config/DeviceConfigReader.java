@@ -55,7 +55,10 @@ public final class DeviceConfigReader {
           "webhookIgnoreLabelNamespaces");
 
   /** The keys of the {@code watchdog} mapping. */
-  public static final List<String> WATCHDOG_KEYS = List.of("action", "pollInterval", "gracePeriod", "toleranceMiB");
+  public static final List<String> WATCHDOG_KEYS = List.of("action", "pollInterval", "gracePeriod", "toleranceMiB", "ungranted", "exemptNamespaces");
+
+  /** The keys of the {@code watchdog.ungranted} mapping. */
+  public static final List<String> UNGRANTED_KEYS = List.of("action");
 
   /** Top-level sections of HAMi's device-config file besides {@code nvidia}; vgpu ignores them. */
   private static final List<String> OTHER_VENDOR_SECTIONS =
@@ -200,18 +203,34 @@ public final class DeviceConfigReader {
     Duration poll = base.pollInterval();
     Duration grace = base.gracePeriod();
     long tolerance = base.toleranceMiB();
+    WatchdogConfig.Action ungranted = base.ungrantedAction();
+    List<String> exempt = base.exemptNamespaces();
     for (YamlMap.Entry e : map.entries().values()) {
       String f = YamlMap.path(field, e.key());
       YamlNode v = e.value();
       switch (e.key()) {
-        case "action" -> action = WatchdogConfig.Action.valueOf(oneOf(v, f, Set.of("kill", "report")).toUpperCase(Locale.ROOT));
+        case "action" -> action = action(v, f);
         case "pollInterval" -> poll = duration(v, f, WatchdogConfig.MIN_POLL_INTERVAL, WatchdogConfig.MAX_INTERVAL);
         case "gracePeriod" -> grace = duration(v, f, Duration.ZERO, WatchdogConfig.MAX_INTERVAL);
         case "toleranceMiB" -> tolerance = v.asScalar(f).asLong(f, 0, WatchdogConfig.MAX_TOLERANCE_MIB);
+        case "ungranted" -> ungranted = ungrantedAction(ungranted, v, f);
+        case "exemptNamespaces" -> exempt = namespaces(v, f);
         default -> throw new IllegalStateException("key " + e.key() + " is listed in WATCHDOG_KEYS but not read");
       }
     }
-    return new WatchdogConfig(action, poll, grace, tolerance);
+    return new WatchdogConfig(action, poll, grace, tolerance, ungranted, exempt);
+  }
+
+  /** The {@code watchdog.ungranted} mapping's action over {@code base}. */
+  private static WatchdogConfig.Action ungrantedAction(WatchdogConfig.Action base, YamlNode node, String field) {
+    YamlMap map = node.asMap(field);
+    map.requireKnownKeys(field, UNGRANTED_KEYS);
+    YamlMap.Entry action = map.entries().get("action");
+    return action == null ? base : action(action.value(), YamlMap.path(field, "action"));
+  }
+
+  private static WatchdogConfig.Action action(YamlNode node, String field) {
+    return WatchdogConfig.Action.valueOf(oneOf(node, field, Set.of("kill", "report")).toUpperCase(Locale.ROOT));
   }
 
   private static Duration duration(YamlNode node, String field, Duration min, Duration max) {

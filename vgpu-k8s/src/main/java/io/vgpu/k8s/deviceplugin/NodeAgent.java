@@ -11,6 +11,7 @@ import io.vgpu.api.spi.ContractSettings;
 import io.vgpu.api.spi.DeviceSource;
 import io.vgpu.core.DeviceRegistrar;
 import io.vgpu.k8s.config.DeviceConfig;
+import io.vgpu.k8s.grant.PodGrants;
 import io.vgpu.k8s.scheduler.EventRecorder;
 import io.vgpu.k8s.scheduler.NodeLock;
 import io.vgpu.k8s.server.HttpService;
@@ -119,11 +120,25 @@ public final class NodeAgent implements AutoCloseable {
   }
 
   /**
-   * Starts the agent.
+   * Starts the agent taking grants as their annotations say ({@link PodGrants#unverified}).
    *
    * @throws IOException when the interposer cannot be installed or the monitor cannot bind
    */
   public static NodeAgent start(Options options, DeviceConfig config, DeviceSource source, KubernetesClient client, Clock clock) throws IOException {
+    return start(options, config, source, client, PodGrants.unverified(), clock);
+  }
+
+  /**
+   * Starts the agent.
+   *
+   * @param grants which grants Allocate serves and the watchdog holds containers to
+   * @throws IOException when the interposer cannot be installed or the monitor cannot bind
+   */
+  public static NodeAgent start(Options options, DeviceConfig config, DeviceSource source, KubernetesClient client, PodGrants grants, Clock clock)
+      throws IOException {
+    if (!grants.verifies()) {
+      LOG.warn("grants are not verified (no --grant-key-secret): Allocate and the watchdog take any pod's hami.io/vgpu-devices-allocated as written");
+    }
     Builder b = new Builder();
     b.client = client;
     b.options = options;
@@ -142,10 +157,12 @@ public final class NodeAgent implements AutoCloseable {
     ContainerContract contract = contractFor(config.schema().vendor(), settings);
     b.advertised = new AdvertisedDevices(config.enableNumaTopology());
     b.registrar = new NodeRegistrar(client, options.nodeName(), source, new DeviceRegistrar(config.schema().vendor()), config.sharing(), b.advertised);
+    EventRecorder events = new EventRecorder(client, "vgpu-device-plugin", clock);
     PodAllocator allocator =
         new PodAllocator(
             client,
             options.nodeName(),
+            config.schema().countResource(),
             (pod, uid, grant, env) -> {
               ContainerContract.Allocation allocation = contract.allocate(pod, uid, grant, env);
               try {
@@ -156,6 +173,8 @@ public final class NodeAgent implements AutoCloseable {
               return allocation;
             },
             new NodeLock(client, Duration.ofMinutes(5), clock),
+            grants,
+            events::warning,
             options.fieldSelector());
     b.plugin = new KubeletPlugin(options.pluginDirectory(), options.endpoint(), config.schema().countResource(), new DevicePluginService(b.advertised, allocator));
     // Every pod bound here, whatever its labels: the watchdog must find a GPU process's pod even when
@@ -185,8 +204,10 @@ public final class NodeAgent implements AutoCloseable {
               GpuProcesses.nvml(nvidia),
               () -> b.pods.getIndexer().list(),
               b.layout,
+              grants,
+              options.nodeName(),
               HostProcesses.procfs(),
-              new EventRecorder(client, "vgpu-device-plugin", clock)::warning,
+              events::warning,
               registry == null ? new WatchdogMetrics() : new WatchdogMetrics(registry),
               clock);
     } else {

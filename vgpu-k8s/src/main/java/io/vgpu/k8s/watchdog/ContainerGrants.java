@@ -3,10 +3,10 @@ package io.vgpu.k8s.watchdog;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.vgpu.api.DeviceGrant;
-import io.vgpu.k8s.codec.DeviceListCodec;
-import io.vgpu.k8s.codec.HamiAnnotations;
+import io.vgpu.k8s.grant.PodGrants;
 import io.vgpu.k8s.pod.PodRefs;
 import io.vgpu.nvidia.HookLayout;
+import io.vgpu.nvidia.NvidiaContainerContract;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -23,16 +23,18 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * What a container was granted on each card, as the watchdog holds it to. The scheduler's annotation
- * ({@code hami.io/vgpu-devices-allocated}) names the cards and their MiB in the container's device
- * order; the limits file this node agent wrote at Allocate ({@code <hook>/vgpu/limits/<uid>_<name>},
- * outside every container's reach) caps each of them. A tenant allowed to patch its pod can edit the
- * annotation, never the file, so an edited annotation can lower a grant but never raise it.
+ * What a container was granted on each card, as the watchdog holds it to. First choice is the node's
+ * own record: the limits file this node agent wrote at Allocate ({@code <hook>/vgpu/limits/<uid>_<name>},
+ * outside every container's reach), whose {@code # devices:} line names the cards Allocate gave the
+ * container in ordinal order and whose {@code CUDA_DEVICE_MEMORY_LIMIT_<i>} lines their sizes. No pod
+ * annotation changes it, and it outlives a replaced grant key.
  *
- * <p>A container is governed when it has a limits file or its pod carries the annotation (a pod
- * allocated by another device plugin, such as HAMi's before a migration). A governed container's grant
- * on a card the annotation does not give it is 0, and so is every grant when the annotation is
- * unreadable while a limits file exists, or the limits file cannot be read: a limit fails closed.
+ * <p>Without such a file (a pod allocated by another device plugin, such as HAMi's before a migration,
+ * or a file from an agent that wrote no {@code # devices:} line) the pod's grant is what {@link PodGrants}
+ * says: the scheduler's, verified when the agent has the grant key; a limits file without the cards
+ * still caps it. A pod that holds no grant at all, or one that is not the scheduler's, is {@link
+ * Ungranted}: held to 0. A granted pod's container on a card its grant does not name is granted 0
+ * there, and a limits file that cannot be read grants nothing anywhere: a limit fails closed.
  */
 final class ContainerGrants {
   private static final Pattern LIMIT_KEY = Pattern.compile("CUDA_DEVICE_MEMORY_LIMIT(?:_(\\d{1,2}))?");
@@ -40,56 +42,91 @@ final class ContainerGrants {
   private static final int MAX_LIMITS_FILE = 64 * 1024;
   private static final long MIB = 1L << 20;
 
-  private final HookLayout layout;
+  /** What a container holds. */
+  sealed interface Holding permits Held, Ungranted {}
 
-  ContainerGrants(HookLayout layout) {
-    this.layout = layout;
+  /**
+   * A grant: bytes by card UUID; a card it does not name is granted 0.
+   *
+   * @param bytes the grant on each card ({@link Long#MAX_VALUE} where the limits file sets no limit)
+   */
+  record Held(Map<String, Long> bytes) implements Holding {
+    Held {
+      bytes = Map.copyOf(bytes);
+    }
   }
 
   /**
-   * The grants of container {@code name} of {@code pod}, in bytes by card UUID.
+   * No grant: the pod never met vgpu's scheduler, or what it carries is not the scheduler's grant.
    *
-   * @return the grants (a card missing from them is granted 0), or empty when the container is not
-   *     governed: no limits file and no readable annotation
+   * @param why in words, for the Event and the log line
    */
-  Optional<Map<String, Long>> of(Pod pod, String name) {
+  record Ungranted(String why) implements Holding {}
+
+  private final HookLayout layout;
+  private final PodGrants grants;
+  private final String node;
+
+  /**
+   * Grants on {@code node}.
+   *
+   * @param grants which pod grants are the scheduler's
+   */
+  ContainerGrants(HookLayout layout, PodGrants grants, String node) {
+    this.layout = layout;
+    this.grants = grants;
+    this.node = node;
+  }
+
+  /** What container {@code name} of {@code pod} holds. */
+  Holding of(Pod pod, String name) {
     Optional<Limits> file = limitsFile(pod.getMetadata().getUid(), name);
-    Optional<List<DeviceGrant>> annotated = annotated(pod, name);
-    if (file.isEmpty() && annotated.isEmpty()) {
-      return Optional.empty();
+    if (file.isPresent() && !file.get().readable()) {
+      return new Held(Map.of());
     }
+    if (file.isPresent() && file.get().devices().isPresent()) {
+      return fromFile(file.get());
+    }
+    PodGrants.Held podGrant = grants.of(pod, node);
+    if (!(podGrant instanceof PodGrants.Granted granted)) {
+      if (file.isPresent()) {
+        return new Held(Map.of()); // allocated here, but which cards it cannot tell: nothing
+      }
+      return new Ungranted(podGrant instanceof PodGrants.Refused r ? "its grant is not the scheduler's: " + r.why() : "the pod holds no GPU grant");
+    }
+    List<DeviceGrant> cards = cardsOf(pod, name, granted);
     Map<String, Long> out = new LinkedHashMap<>();
-    List<DeviceGrant> cards = annotated.orElse(List.of());
     for (int ordinal = 0; ordinal < cards.size(); ordinal++) {
       long bytes = cards.get(ordinal).memoryMiB() * MIB;
       if (file.isPresent()) {
-        OptionalLong cap = file.get().of(ordinal);
-        bytes = cap.isEmpty() ? 0 : cap.getAsLong() == 0 ? bytes : Math.min(bytes, cap.getAsLong());
+        long cap = file.get().of(ordinal).orElse(0);
+        bytes = cap == 0 ? bytes : Math.min(bytes, cap);
       }
       out.merge(cards.get(ordinal).uuid(), bytes, Math::min);
     }
-    return Optional.of(out);
+    return new Held(out);
   }
 
-  /** The container's cards from the pod's annotation: empty when it is missing or unreadable. */
-  private static Optional<List<DeviceGrant>> annotated(Pod pod, String name) {
-    String value = PodRefs.annotations(pod).get(HamiAnnotations.DEVICES_ALLOCATED);
-    if (value == null) {
-      return Optional.empty();
+  /** The node's own record: card {@code i} of the {@code # devices:} line holds limit {@code i}. */
+  private static Held fromFile(Limits file) {
+    List<String> cards = file.devices().orElseThrow();
+    Map<String, Long> out = new LinkedHashMap<>();
+    for (int ordinal = 0; ordinal < cards.size(); ordinal++) {
+      long cap = file.of(ordinal).orElse(0);
+      out.merge(cards.get(ordinal), cap == 0 ? Long.MAX_VALUE : cap, Math::min);
     }
-    List<List<DeviceGrant>> perContainer;
-    try {
-      perContainer = DeviceListCodec.decode(value);
-    } catch (IllegalArgumentException e) {
-      return Optional.empty();
-    }
+    return new Held(out);
+  }
+
+  /** The container's cards in its pod's grant: none when the grant gives it none. */
+  private static List<DeviceGrant> cardsOf(Pod pod, String name, PodGrants.Granted granted) {
     List<Container> containers = PodRefs.containers(pod);
     for (int c = 0; c < containers.size(); c++) {
       if (name.equals(containers.get(c).getName())) {
-        return Optional.of(c < perContainer.size() ? perContainer.get(c) : List.of());
+        return c < granted.perContainer().size() ? granted.perContainer().get(c) : List.of();
       }
     }
-    return Optional.of(List.of());
+    return List.of();
   }
 
   private Optional<Limits> limitsFile(String podUid, String name) {
@@ -119,15 +156,25 @@ final class ContainerGrants {
    * @param byOrdinal {@code CUDA_DEVICE_MEMORY_LIMIT_<i>} in bytes
    * @param all {@code CUDA_DEVICE_MEMORY_LIMIT} in bytes, or -1 when absent
    * @param readable false when the file or one of its memory limits could not be read
+   * @param devices the cards of the {@code # devices:} line in ordinal order, when the file has one
    */
-  record Limits(Map<Integer, Long> byOrdinal, long all, boolean readable) {
-    static final Limits UNREADABLE = new Limits(Map.of(), -1, false);
+  record Limits(Map<Integer, Long> byOrdinal, long all, boolean readable, Optional<List<String>> devices) {
+    static final Limits UNREADABLE = new Limits(Map.of(), -1, false, Optional.empty());
 
     static Limits parse(String content) {
       Map<Integer, Long> byOrdinal = new HashMap<>();
       long all = -1;
+      Optional<List<String>> devices = Optional.empty();
       for (String raw : content.split("\n")) {
         String line = raw.strip();
+        if (raw.startsWith(NvidiaContainerContract.LIMITS_FILE_DEVICES)) {
+          List<String> cards = List.of(raw.substring(NvidiaContainerContract.LIMITS_FILE_DEVICES.length()).strip().split(",", -1));
+          if (devices.isPresent() || cards.stream().anyMatch(String::isBlank)) {
+            return UNREADABLE;
+          }
+          devices = Optional.of(cards);
+          continue;
+        }
         int eq = line.indexOf('=');
         if (line.startsWith("#") || eq < 0) {
           continue;
@@ -146,7 +193,7 @@ final class ContainerGrants {
           byOrdinal.put(Integer.parseInt(key.group(1)), bytes);
         }
       }
-      return new Limits(byOrdinal, all, true);
+      return new Limits(byOrdinal, all, true, devices);
     }
 
     /** The limit of device {@code ordinal} in bytes (0 = none), or empty when the file sets none for it or is unreadable. */

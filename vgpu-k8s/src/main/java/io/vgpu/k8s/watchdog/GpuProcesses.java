@@ -7,14 +7,31 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /** What the driver says every process holds on every GPU of the node: accounting no container can edit. */
 @FunctionalInterface
 public interface GpuProcesses {
-  /** One sample: every compute process on every GPU that answered. */
-  List<GpuProcess> sample();
+  /** One sample: every compute process on every GPU that answered, and the GPUs that did not. */
+  Sample sample();
+
+  /**
+   * One sample.
+   *
+   * @param processes every compute process on every GPU whose processes could be listed
+   * @param unlisted the GPUs whose processes could not be listed, by UUID, with NVML's error
+   */
+  record Sample(List<GpuProcess> processes, Map<String, String> unlisted) {
+    /** Copies the collections. */
+    public Sample {
+      processes = List.copyOf(processes);
+      unlisted = Map.copyOf(unlisted);
+    }
+
+    /** A sample in which every GPU answered. */
+    public static Sample of(List<GpuProcess> processes) {
+      return new Sample(processes, Map.of());
+    }
+  }
 
   /**
    * One process on one GPU.
@@ -27,17 +44,17 @@ public interface GpuProcesses {
 
   /**
    * NVML's {@code nvmlDeviceGetComputeRunningProcesses} on every GPU. A GPU that fails the query (fell off
-   * the bus) is left out of that sample. Processes on MIG instances are left out: MIG partitions memory
-   * in hardware, and their grants name MIG devices, not the GPU.
+   * the bus) is named among the sample's unlisted GPUs. Processes on MIG instances are left out: MIG
+   * partitions memory in hardware, and their grants name MIG devices, not the GPU.
    */
   static GpuProcesses nvml(NvidiaDeviceSource source) {
-    Logger log = LoggerFactory.getLogger(GpuProcesses.class);
     Map<String, NvmlDevice> devices = new LinkedHashMap<>();
     for (NvmlDevice device : source.nvml().devices()) {
       devices.put(device.uuid(), device); // a GPU off the bus still answers identity queries
     }
     return () -> {
       List<GpuProcess> out = new ArrayList<>();
+      Map<String, String> unlisted = new LinkedHashMap<>();
       devices.forEach((uuid, device) -> {
         try {
           for (NvmlDevice.ProcessInfo p : device.computeProcesses()) {
@@ -46,10 +63,10 @@ public interface GpuProcesses {
             }
           }
         } catch (NvmlException e) {
-          log.debug("no process list from {}: {}", uuid, e.getMessage());
+          unlisted.put(uuid, String.valueOf(e.getMessage()));
         }
       });
-      return out;
+      return new Sample(out, unlisted);
     };
   }
 

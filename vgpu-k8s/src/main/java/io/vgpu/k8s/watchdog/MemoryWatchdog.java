@@ -6,6 +6,7 @@ import io.fabric8.kubernetes.api.model.PodStatus;
 import io.vgpu.api.PodRef;
 import io.vgpu.k8s.config.GoDurations;
 import io.vgpu.k8s.config.WatchdogConfig;
+import io.vgpu.k8s.grant.PodGrants;
 import io.vgpu.k8s.pod.PodRefs;
 import io.vgpu.k8s.server.HttpService;
 import io.vgpu.nvidia.HookLayout;
@@ -14,6 +15,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -42,14 +44,24 @@ import org.slf4j.LoggerFactory;
  * way its pod gets a Warning Event naming the card, the grant and what NVML saw, the log one INFO line,
  * and {@code vgpu_container_memory_over_grant_total} one count.
  *
- * <p>A process it cannot hold to a grant (outside any pod, of a pod not on this node, of a container
- * kubelet has not reported, or of a container with no GPU grant) is reported once, by log line and
- * {@code vgpu_unmapped_gpu_processes_total}, and never acted on.
+ * <p>A container of a pod that holds no grant (it never met vgpu's scheduler, say it set {@code
+ * NVIDIA_VISIBLE_DEVICES=all} under NVIDIA's runtime, or its grant is not the scheduler's) is held to a
+ * grant of 0 the same way and meets {@code ungranted.action}, with the Event reason {@value
+ * #UNGRANTED_EVENT_REASON} and {@code vgpu_container_gpu_use_without_grant_total}.
+ *
+ * <p>A process it cannot hold to a pod's container (outside any pod, of a pod not on this node, of a
+ * container kubelet has not reported) or of a pod in an exempt namespace is reported once, by log line
+ * and {@code vgpu_unmapped_gpu_processes_total}, and never acted on. A card whose processes NVML cannot
+ * list is a WARN once per episode and {@code vgpu_watchdog_unlisted_cards} 1 until it lists them again.
+ * The per-pod counters forget a pod once it is gone from the node.
  */
 public final class MemoryWatchdog implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(MemoryWatchdog.class);
-  /** The reason of the Warning Event on the pod. */
+  /** The reason of the Warning Event on a pod over its grant. */
   public static final String EVENT_REASON = "GpuMemoryOverGrant";
+
+  /** The reason of the Warning Event on a pod that uses a card without a grant. */
+  public static final String UNGRANTED_EVENT_REASON = "GpuUseWithoutGrant";
 
   /** Where the watchdog records what it did on a pod. */
   @FunctionalInterface
@@ -63,7 +75,7 @@ public final class MemoryWatchdog implements AutoCloseable {
     NOT_A_POD("not-a-pod", "is in no pod's cgroup"),
     UNKNOWN_POD("unknown-pod", "is in the cgroup of a pod not on this node"),
     UNKNOWN_CONTAINER("unknown-container", "is in a container its pod's status does not list"),
-    NO_GRANT("no-grant", "is in a container with no GPU grant");
+    EXEMPT("exempt", "is in a pod of a namespace the watchdog exempts (watchdog.exemptNamespaces)");
 
     final String label;
     final String description;
@@ -88,6 +100,8 @@ public final class MemoryWatchdog implements AutoCloseable {
   private final InstantSource clock;
   private final OverGrantJudge judge;
   private final Set<ProcessOnCard> reportedUnmapped = new HashSet<>();
+  /** Cards whose processes the last poll could not list: one WARN when an episode starts. */
+  private final Set<String> unlistedCards = new HashSet<>();
   private volatile Map<UsageKey, Long> latest = Map.of();
   private @Nullable ScheduledExecutorService poller;
 
@@ -96,12 +110,16 @@ public final class MemoryWatchdog implements AutoCloseable {
    *
    * @param pods the pods on this node
    * @param layout where this agent writes each container's limits file
+   * @param grants which pod grants are the scheduler's
+   * @param node this node's name
    */
   public MemoryWatchdog(
       WatchdogConfig config,
       GpuProcesses gpus,
       Supplier<List<Pod>> pods,
       HookLayout layout,
+      PodGrants grants,
+      String node,
       HostProcesses host,
       Events events,
       WatchdogMetrics metrics,
@@ -109,7 +127,7 @@ public final class MemoryWatchdog implements AutoCloseable {
     this.config = config;
     this.gpus = gpus;
     this.pods = pods;
-    this.grants = new ContainerGrants(layout);
+    this.grants = new ContainerGrants(layout, grants, node);
     this.host = host;
     this.events = events;
     this.metrics = metrics;
@@ -132,8 +150,10 @@ public final class MemoryWatchdog implements AutoCloseable {
     long interval = config.pollInterval().toNanos();
     poller.scheduleWithFixedDelay(this::pollLogged, 0, interval, TimeUnit.NANOSECONDS);
     LOG.info(
-        "memory watchdog: {} a container over its grant + {} MiB for {} (NVML polled every {})",
-        config.action().key(), config.toleranceMiB(), GoDurations.format(config.gracePeriod()), GoDurations.format(config.pollInterval()));
+        "memory watchdog: {} a container over its grant + {} MiB for {}, {} one using a card without a grant (NVML polled every {}){}",
+        config.action().key(), config.toleranceMiB(), GoDurations.format(config.gracePeriod()), config.ungrantedAction().key(),
+        GoDurations.format(config.pollInterval()),
+        config.exemptNamespaces().isEmpty() ? "" : "; namespaces " + String.join(", ", config.exemptNamespaces()) + " exempt");
   }
 
   private void pollLogged() {
@@ -161,9 +181,11 @@ public final class MemoryWatchdog implements AutoCloseable {
 
   private void pollOnce() {
     Instant now = clock.instant();
-    List<GpuProcesses.GpuProcess> processes = gpus.sample();
-    PodIndex index = new PodIndex(processes.isEmpty() ? List.of() : pods.get());
-    Map<String, Optional<Map<String, Long>>> grantsOf = new HashMap<>();
+    GpuProcesses.Sample sample = gpus.sample();
+    unlisted(sample.unlisted());
+    List<GpuProcesses.GpuProcess> processes = sample.processes();
+    PodIndex index = new PodIndex(processes.isEmpty() && !metrics.hasPodSeries() ? List.of() : pods.get());
+    Map<String, ContainerGrants.Holding> holdings = new HashMap<>();
     Map<ContainerCard, long[]> bytes = new LinkedHashMap<>();
     Map<ContainerCard, List<Integer>> pids = new HashMap<>();
     Map<ContainerCard, KubeletCgroup> owners = new HashMap<>();
@@ -175,14 +197,14 @@ public final class MemoryWatchdog implements AutoCloseable {
       }
       Optional<KubeletCgroup> owner = KubeletCgroup.ofProcFile(cgroup.get());
       Pod pod = owner.map(o -> index.pod(o.podUid())).orElse(null);
-      String container = pod == null ? null : index.containerName(pod, owner.get().containerId());
-      Optional<Map<String, Long>> granted =
-          container == null ? Optional.empty() : grantsOf.computeIfAbsent(owner.get().podUid() + "/" + container, k -> grants.of(pod, container));
-      if (granted.isEmpty()) {
-        Unmapped reason = owner.isEmpty() ? Unmapped.NOT_A_POD : pod == null ? Unmapped.UNKNOWN_POD : container == null ? Unmapped.UNKNOWN_CONTAINER : Unmapped.NO_GRANT;
+      boolean exempt = pod != null && config.exempts(PodRefs.of(pod).namespace());
+      String container = pod == null || exempt ? null : index.containerName(pod, owner.get().containerId());
+      if (container == null) {
+        Unmapped reason = owner.isEmpty() ? Unmapped.NOT_A_POD : pod == null ? Unmapped.UNKNOWN_POD : exempt ? Unmapped.EXEMPT : Unmapped.UNKNOWN_CONTAINER;
         unmapped(p, reason, owner, unmappedNow);
         continue;
       }
+      holdings.computeIfAbsent(owner.get().podUid() + "/" + container, k -> grants.of(pod, container));
       PodRef ref = PodRefs.of(pod);
       ContainerCard card = new ContainerCard(ref.namespace(), ref.name(), owner.get().podUid(), container, p.deviceUuid());
       bytes.computeIfAbsent(card, c -> new long[1])[0] += p.usedBytes();
@@ -194,14 +216,35 @@ public final class MemoryWatchdog implements AutoCloseable {
     List<OverGrantJudge.Usage> usages = new ArrayList<>();
     Map<UsageKey, Long> snapshot = new HashMap<>();
     bytes.forEach((card, sum) -> {
-      long grant = grantsOf.get(card.podUid() + "/" + card.container()).orElseThrow().getOrDefault(card.deviceUuid(), 0L);
+      long grant = holdings.get(card.podUid() + "/" + card.container()) instanceof ContainerGrants.Held held ? held.bytes().getOrDefault(card.deviceUuid(), 0L) : 0;
       usages.add(new OverGrantJudge.Usage(card, sum[0], grant, pids.get(card)));
       snapshot.put(new UsageKey(card.podUid(), card.container(), card.deviceUuid()), sum[0]);
     });
     latest = Map.copyOf(snapshot);
     for (OverGrantJudge.Verdict verdict : judge.judge(now, usages)) {
       ContainerCard card = verdict.usage().card();
-      act(verdict, owners.get(card), index.pod(card.podUid()));
+      act(verdict, holdings.get(card.podUid() + "/" + card.container()), owners.get(card), index.pod(card.podUid()));
+    }
+    if (metrics.hasPodSeries()) {
+      metrics.forgetPodsOtherThan(index.refs());
+    }
+  }
+
+  /** Starts and ends the episodes of cards whose processes NVML cannot list. */
+  private void unlisted(Map<String, String> now) {
+    for (Map.Entry<String, String> card : now.entrySet()) {
+      if (unlistedCards.add(card.getKey())) {
+        metrics.unlistedCards.labelValues(card.getKey()).set(1);
+        LOG.warn("memory watchdog: NVML cannot list the processes on {} ({}): no process there is held to a grant until it can", card.getKey(), card.getValue());
+      }
+    }
+    for (Iterator<String> i = unlistedCards.iterator(); i.hasNext(); ) {
+      String card = i.next();
+      if (!now.containsKey(card)) {
+        i.remove();
+        metrics.unlistedCards.labelValues(card).set(0);
+        LOG.info("memory watchdog: NVML lists the processes on {} again", card);
+      }
     }
   }
 
@@ -217,32 +260,38 @@ public final class MemoryWatchdog implements AutoCloseable {
     }
   }
 
-  private void act(OverGrantJudge.Verdict verdict, KubeletCgroup owner, Pod pod) {
+  private void act(OverGrantJudge.Verdict verdict, ContainerGrants.Holding holding, KubeletCgroup owner, Pod pod) {
     OverGrantJudge.Usage usage = verdict.usage();
     ContainerCard card = usage.card();
-    String seen =
+    boolean ungranted = holding instanceof ContainerGrants.Ungranted;
+    String measured =
         String.format(
             Locale.ROOT,
-            "NVML saw %d MiB on %s (pid %s) for %.1f s, over its grant of %d MiB plus the %d MiB tolerance",
+            "NVML saw %d MiB on %s (pid %s) for %.1f s",
             usage.nvmlBytes() >> 20, card.deviceUuid(), usage.pids().stream().map(String::valueOf).collect(Collectors.joining(",")),
-            verdict.overFor().toMillis() / 1000.0, usage.grantBytes() >> 20, config.toleranceMiB());
+            verdict.overFor().toMillis() / 1000.0);
+    String seen =
+        holding instanceof ContainerGrants.Ungranted none
+            ? measured + " without a grant (" + none.why() + "), over the " + config.toleranceMiB() + " MiB tolerance"
+            : measured + ", over its grant of " + (usage.grantBytes() >> 20) + " MiB plus the " + config.toleranceMiB() + " MiB tolerance";
+    WatchdogConfig.Action action = ungranted ? config.ungrantedAction() : config.action();
     String outcome;
-    if (config.action() == WatchdogConfig.Action.KILL) {
+    if (action == WatchdogConfig.Action.KILL) {
       List<Integer> killed = usage.pids().stream().filter(pid -> host.kill(pid, owner)).toList();
       outcome = killed.isEmpty() ? "no process left to kill" : "killed pid " + killed.stream().map(String::valueOf).collect(Collectors.joining(","));
     } else {
-      outcome = "reported only (watchdog action: report)";
+      outcome = "reported only (watchdog " + (ungranted ? "ungranted.action" : "action") + ": report)";
     }
     if (!verdict.firstOfEpisode()) {
-      if (!usage.pids().isEmpty() && config.action() == WatchdogConfig.Action.KILL) {
-        LOG.info("memory watchdog: {} still over its grant: {}; {}", card, seen, outcome);
+      if (!usage.pids().isEmpty() && action == WatchdogConfig.Action.KILL) {
+        LOG.info("memory watchdog: {} still {}: {}; {}", card, ungranted ? "uses a card without a grant" : "over its grant", seen, outcome);
       }
       return;
     }
     LOG.info("memory watchdog: {}: {}; {}", card, seen, outcome);
-    metrics.overGrant.labelValues(card.namespace(), card.pod(), card.container()).inc();
+    metrics.count(ungranted, card.namespace(), card.pod(), card.container());
     if (pod != null) {
-      events.warning(pod, EVENT_REASON, "container " + card.container() + ": " + seen + "; " + outcome);
+      events.warning(pod, ungranted ? UNGRANTED_EVENT_REASON : EVENT_REASON, "container " + card.container() + ": " + seen + "; " + outcome);
     }
   }
 
@@ -270,6 +319,16 @@ public final class MemoryWatchdog implements AutoCloseable {
 
     @Nullable Pod pod(String uid) {
       return byUid.get(uid);
+    }
+
+    /** Every pod as {@code namespace/name}. */
+    Set<String> refs() {
+      Set<String> out = new HashSet<>();
+      for (Pod pod : byUid.values()) {
+        PodRef ref = PodRefs.of(pod);
+        out.add(ref.namespace() + "/" + ref.name());
+      }
+      return out;
     }
 
     /** The name of the container with this runtime ID, or null when kubelet has not reported it. */

@@ -202,8 +202,37 @@ class DeviceConfigReaderTest {
     assertThatThrownBy(() -> read("watchdog: {pollInterval: 10ms}\n")).hasMessage("c.yaml:1:26: config.watchdog.pollInterval: 10ms is out of range [50ms, 10m]");
     assertThatThrownBy(() -> read("watchdog: {gracePeriod: 1h}\n")).hasMessage("c.yaml:1:25: config.watchdog.gracePeriod: 1h is out of range [0, 10m]");
     assertThatThrownBy(() -> read("watchdog: {toleranceMiB: -1}\n")).hasMessage("c.yaml:1:26: config.watchdog.toleranceMiB: -1 is out of range [0, 1073741824]");
-    assertThatThrownBy(() -> read("watchdog: {grace: 2s}\n")).hasMessageStartingWith("c.yaml:1:12: unknown key 'grace' in config.watchdog (known keys: action, pollInterval, gracePeriod, toleranceMiB");
+    assertThatThrownBy(() -> read("watchdog: {grace: 2s}\n")).hasMessageStartingWith("c.yaml:1:12: unknown key 'grace' in config.watchdog (known keys: action, pollInterval, gracePeriod, toleranceMiB, ungranted, exemptNamespaces");
     assertThatThrownBy(() -> read("watchdog: kill\n")).hasMessageContaining("config.watchdog");
+  }
+
+  @Test
+  void readsTheUngrantedActionAndTheExemptNamespaces(@TempDir Path dir) throws Exception {
+    assertThat(DeviceConfig.DEFAULT.watchdog().ungrantedAction()).isEqualTo(WatchdogConfig.Action.KILL);
+    assertThat(DeviceConfig.DEFAULT.watchdog().exemptNamespaces()).isEmpty();
+    Path file = dir.resolve("device-config.yaml");
+    Files.writeString(file, "nvidia:\n  watchdog:\n    ungranted:\n      action: report\n    exemptNamespaces: [kube-system, monitoring]\n");
+    WatchdogConfig w = reader.readFile(file).watchdog();
+    assertThat(w.ungrantedAction()).isEqualTo(WatchdogConfig.Action.REPORT);
+    assertThat(w.exemptNamespaces()).containsExactly("kube-system", "monitoring");
+    assertThat(w.action()).as("the over-grant action is its own").isEqualTo(WatchdogConfig.Action.KILL);
+    assertThat(read("watchdog: {exemptNamespaces: null, ungranted: {}}\n")).isEqualTo(DeviceConfig.DEFAULT);
+  }
+
+  @Test
+  void anUnknownUngrantedActionOrAMalformedExemptionFailsAtLoadNamingTheFieldTheValueAndTheFile(@TempDir Path dir) throws Exception {
+    Path file = dir.resolve("device-config.yaml");
+    Files.writeString(file, "nvidia:\n  watchdog:\n    ungranted:\n      action: ignore\n");
+    assertThatThrownBy(() -> reader.readFile(file))
+        .hasMessage(file + ":4:15: nvidia.watchdog.ungranted.action: unknown value 'ignore' (known: kill, report)");
+    Files.writeString(file, "nvidia:\n  watchdog:\n    exemptNamespaces: [kube-system, Team_A]\n");
+    assertThatThrownBy(() -> reader.readFile(file))
+        .hasMessage(file + ":3:37: nvidia.watchdog.exemptNamespaces[1]: 'Team_A' is not a namespace name");
+    Files.writeString(file, "nvidia:\n  watchdog:\n    exemptNamespaces: kube-system\n");
+    assertThatThrownBy(() -> reader.readFile(file))
+        .hasMessage(file + ":3:23: nvidia.watchdog.exemptNamespaces: expected a list, got 'kube-system'");
+    Files.writeString(file, "nvidia:\n  watchdog:\n    ungranted: {mode: kill}\n");
+    assertThatThrownBy(() -> reader.readFile(file)).hasMessageStartingWith(file + ":3:17: unknown key 'mode' in nvidia.watchdog.ungranted (known keys: action");
   }
 
   @Test

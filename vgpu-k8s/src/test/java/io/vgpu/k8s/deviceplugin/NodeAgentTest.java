@@ -31,7 +31,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -105,7 +104,8 @@ class NodeAgentTest {
         if (container.devices().isEmpty()) {
           continue;
         }
-        List<String> ids = Collections.nCopies(container.devices().size(), "any");
+        // the replicas GetPreferredAllocation steers kubelet to: one of each granted card
+        List<String> ids = container.devices().stream().map(d -> AdvertisedDevices.replicaId(d.uuid(), 0)).toList();
         var response = kubelet.allocate(ids).getContainerResponses(0);
         Map<String, String> env = response.getEnvsMap();
         assertThat(new java.util.TreeMap<>(env)).as(outcome.pod() + "/" + container.name()).isEqualTo(new java.util.TreeMap<>(container.env()));
@@ -130,7 +130,7 @@ class NodeAgentTest {
     manifest.getSpec().getContainers().get(0).setName("gpu");
     Pod pod = bound(manifest, single);
     String uid = pod.getMetadata().getUid();
-    kubelet.allocate(List.of("any"));
+    kubelet.allocate(List.of(AdvertisedDevices.replicaId(single.containers().get(0).devices().get(0).uuid(), 0)));
 
     Path containerDir = hook.resolve("vgpu/containers/" + uid + "_gpu");
     Path limits = hook.resolve("vgpu/limits/" + uid + "_gpu");

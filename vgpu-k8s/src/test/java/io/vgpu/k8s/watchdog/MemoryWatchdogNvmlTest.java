@@ -87,7 +87,11 @@ class MemoryWatchdogNvmlTest {
   }
 
   private void startAgent(WatchdogConfig.Action action) throws IOException, InterruptedException {
-    DeviceConfig config = DeviceConfig.builder().watchdog(new WatchdogConfig(action, POLL, GRACE, 512)).build();
+    startAgent(new WatchdogConfig(action, POLL, GRACE, 512));
+  }
+
+  private void startAgent(WatchdogConfig watchdog) throws IOException, InterruptedException {
+    DeviceConfig config = DeviceConfig.builder().watchdog(watchdog).build();
     NvidiaDeviceSource gpus = new NvidiaDeviceSource(Nvml.open(), NvidiaDeviceSource.Options.DEFAULT);
     agent = NodeAgent.start(new NodeAgent.Options("n1", hook, kubeletDir, "nvidia-gpu.sock", "127.0.0.1:0", false), config, gpus, client, Clock.systemUTC());
     kubelet.awaitRegistration();
@@ -199,6 +203,62 @@ class MemoryWatchdogNvmlTest {
         .contains("vgpu_unmapped_gpu_processes_total{device_uuid=\"" + GPU1 + "\",reason=\"not-a-pod\"} 1.0");
   }
 
+  /**
+   * A pod that asks for no GPU and was never granted one, bound and running as {@code containerId}: under
+   * NVIDIA's runtime as the node default, {@code NVIDIA_VISIBLE_DEVICES=all} gives it every card.
+   */
+  private Pod ungranted(String namespace, String name, String containerId) {
+    return client.pods().inNamespace(namespace).resource(new PodBuilder()
+        .withNewMetadata().withName(name).withNamespace(namespace).endMetadata()
+        .withNewSpec().withNodeName("n1").addNewContainer().withName("cuda").withImage("vgpu-lab/probe")
+        .addNewEnv().withName("NVIDIA_VISIBLE_DEVICES").withValue("all").endEnv().endContainer().endSpec()
+        .withNewStatus().withPhase("Running")
+        .addNewContainerStatus().withName("cuda").withContainerID("containerd://" + containerId).withReady(true).endContainerStatus()
+        .endStatus().build()).create();
+  }
+
+  @Test
+  void aContainerWithoutAGrantThatTakesEveryCardIsKilledAndItsSeriesGoWithItsPod() throws Exception {
+    startAgent(WatchdogConfig.Action.REPORT); // over-grant only reported: the ungranted action is its own, kill by default
+    String id = containerId();
+    Pod pod = ungranted("team", "sneaky", id);
+    Process sneaky = processes.hold(pod.getMetadata().getUid(), id, 3000, Map.of("NVIDIA_VISIBLE_DEVICES", "all", "CUDA_VISIBLE_DEVICES", "1"));
+
+    assertThat(sneaky.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS)).as("killed by the watchdog").isTrue();
+    assertThat(sneaky.exitValue()).as("SIGKILL").isEqualTo(128 + 9);
+    Event event = awaitEvent("sneaky");
+    assertThat(event.getReason()).isEqualTo("GpuUseWithoutGrant");
+    assertThat(event.getMessage())
+        .startsWith("container cuda: NVML saw " + (3000 + CONTEXT_MIB) + " MiB on " + GPU1 + " (pid " + sneaky.pid() + ")")
+        .contains("without a grant (the pod holds no GPU grant), over the 512 MiB tolerance")
+        .endsWith("; killed pid " + sneaky.pid());
+    String series = "vgpu_container_gpu_use_without_grant_total{container=\"cuda\",namespace=\"team\",pod=\"sneaky\"} 1.0";
+    assertThat(scrape()).contains(series);
+
+    client.pods().inNamespace("team").withName("sneaky").delete();
+    await(() -> !scrape().contains("pod=\"sneaky\""));
+  }
+
+  @Test
+  void ungrantedUseInAnExemptNamespaceIsLeftAloneAndWithReportOnlyReported() throws Exception {
+    startAgent(new WatchdogConfig(WatchdogConfig.Action.KILL, POLL, GRACE, 512, WatchdogConfig.Action.REPORT, List.of("monitoring")));
+    String exporterId = containerId();
+    Pod exporter = ungranted("monitoring", "exporter", exporterId);
+    String reportedId = containerId();
+    Pod reported = ungranted("team", "reported", reportedId);
+    Process exporterProcess = processes.hold(exporter.getMetadata().getUid(), exporterId, 3000, Map.of("NVIDIA_VISIBLE_DEVICES", "all"));
+    Process reportedProcess = processes.hold(reported.getMetadata().getUid(), reportedId, 3000, Map.of("NVIDIA_VISIBLE_DEVICES", "all"));
+
+    Event event = awaitEvent("reported");
+    assertThat(event.getReason()).isEqualTo("GpuUseWithoutGrant");
+    assertThat(event.getMessage()).endsWith("; reported only (watchdog ungranted.action: report)");
+    Thread.sleep(GRACE.plus(POLL.multipliedBy(3)).toMillis());
+    assertThat(exporterProcess.isAlive()).isTrue();
+    assertThat(reportedProcess.isAlive()).isTrue();
+    assertThat(client.v1().events().inNamespace("monitoring").list().getItems()).isEmpty();
+    assertThat(scrape()).contains("vgpu_unmapped_gpu_processes_total{device_uuid=\"" + GPU0 + "\",reason=\"exempt\"} 1.0");
+  }
+
   /** A shared region (layout version 1, vgpu-native README) in which the interposer books {@code used} of {@code limit}. */
   private static void writeRegion(Path file, String uuid, long limit, long used) throws IOException {
     // the whole file: the node monitor reads only a regular file of the layout's size
@@ -210,7 +270,7 @@ class MemoryWatchdogNvmlTest {
   }
 
   private List<Event> events(String pod) {
-    return client.v1().events().inNamespace("team").list().getItems().stream()
+    return client.v1().events().inAnyNamespace().list().getItems().stream()
         .filter(e -> e.getInvolvedObject() != null && pod.equals(e.getInvolvedObject().getName())).toList();
   }
 

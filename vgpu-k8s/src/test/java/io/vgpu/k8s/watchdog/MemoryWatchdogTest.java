@@ -6,6 +6,10 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.config.WatchdogConfig;
+import io.vgpu.k8s.grant.GrantKey;
+import io.vgpu.k8s.grant.GrantSignature;
+import io.vgpu.k8s.grant.GrantVerifier;
+import io.vgpu.k8s.grant.PodGrants;
 import io.vgpu.nvidia.HookLayout;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -67,10 +71,15 @@ class MemoryWatchdogTest {
   final WatchdogMetrics metrics = new WatchdogMetrics();
   Instant now = Instant.parse("2026-12-01T20:00:00Z");
   final List<Pod> pods = new ArrayList<>();
+  /** Cards whose processes NVML cannot list, with its error. */
+  final Map<String, String> unlisted = new HashMap<>();
 
   private MemoryWatchdog watchdog(WatchdogConfig.Action action) {
-    WatchdogConfig config = new WatchdogConfig(action, Duration.ofSeconds(1), Duration.ofSeconds(2), 512);
-    return new MemoryWatchdog(config, () -> List.copyOf(node.gpu), () -> pods, new HookLayout(hook.toString()), node,
+    return watchdog(new WatchdogConfig(action, Duration.ofSeconds(1), Duration.ofSeconds(2), 512), PodGrants.unverified());
+  }
+
+  private MemoryWatchdog watchdog(WatchdogConfig config, PodGrants grants) {
+    return new MemoryWatchdog(config, () -> new GpuProcesses.Sample(node.gpu, unlisted), () -> pods, new HookLayout(hook.toString()), grants, "n1", node,
         (pod, reason, message) -> events.add(new Event(pod, reason, message)), metrics, () -> now);
   }
 
@@ -82,6 +91,7 @@ class MemoryWatchdogTest {
   private Pod grantedPod() {
     Pod pod = new PodBuilder()
         .withNewMetadata().withName("p").withNamespace("team").withUid(UID)
+        .addToAnnotations(HamiAnnotations.ASSIGNED_NODE, "n1")
         .addToAnnotations(HamiAnnotations.DEVICES_ALLOCATED, GPU0 + ",NVIDIA,1024,25:;;").endMetadata()
         .withNewSpec().addNewContainer().withName("gpu").endContainer().addNewContainer().withName("sidecar").endContainer().endSpec()
         .withNewStatus().withPhase("Running")
@@ -180,16 +190,11 @@ class MemoryWatchdogTest {
   }
 
   @Test
-  void processesItCannotHoldToAGrantAreReportedOnceAndNeverTouched() {
+  void processesItCannotHoldToAPodsContainerAreReportedOnceAndNeverTouched() {
     grantedPod();
-    Pod plain = new PodBuilder().withNewMetadata().withName("plain").withNamespace("team").withUid("11111111-2222-3333-4444-555555555555").endMetadata()
-        .withNewSpec().addNewContainer().withName("c").endContainer().endSpec()
-        .withNewStatus().addNewContainerStatus().withName("c").withContainerID("cri-o://abc").endContainerStatus().endStatus().build();
-    pods.add(plain);
     node.run(301, "0::/system.slice/sshd.service\n", GPU0, 30000); // on the host, outside any pod
     node.run(302, "0::/kubepods/besteffort/pod99999999-0000-4000-8000-000000000000/feed\n", GPU0, 30000); // a pod not on this node
     node.run(303, cgroup("5ca1ab1e"), GPU0, 30000); // a container kubelet has not reported
-    node.run(304, "0::/kubepods/besteffort/pod11111111-2222-3333-4444-555555555555/abc\n", GPU1, 30000); // a pod without GPU grants
     MemoryWatchdog watchdog = watchdog(WatchdogConfig.Action.KILL);
 
     pollFor(watchdog, 10);
@@ -198,13 +203,141 @@ class MemoryWatchdogTest {
     assertThat(metrics.unmapped.labelValues(GPU0, "not-a-pod").get()).isEqualTo(1);
     assertThat(metrics.unmapped.labelValues(GPU0, "unknown-pod").get()).isEqualTo(1);
     assertThat(metrics.unmapped.labelValues(GPU0, "unknown-container").get()).isEqualTo(1);
-    assertThat(metrics.unmapped.labelValues(GPU1, "no-grant").get()).isEqualTo(1);
 
     node.gpu.removeIf(p -> p.pid() == 301);
     pollFor(watchdog, 1);
     node.run(301, "0::/system.slice/sshd.service\n", GPU0, 30000);
     pollFor(watchdog, 1);
     assertThat(metrics.unmapped.labelValues(GPU0, "not-a-pod").get()).as("gone and back: a new report").isEqualTo(2);
+  }
+
+  // --- GPU use without a grant (issue 19, item 4) ---
+
+  private static final String PLAIN_UID = "11111111-2222-3333-4444-555555555555";
+
+  /** A pod in {@code namespace} that asks for no GPU and carries no grant, its container {@code c} running as cri-o's {@code abc}. */
+  private Pod plainPod(String namespace, Map<String, String> annotations) {
+    Pod plain = new PodBuilder().withNewMetadata().withName("plain").withNamespace(namespace).withUid(PLAIN_UID).addToAnnotations(annotations).endMetadata()
+        .withNewSpec().addNewContainer().withName("c").addNewEnv().withName("NVIDIA_VISIBLE_DEVICES").withValue("all").endEnv().endContainer().endSpec()
+        .withNewStatus().addNewContainerStatus().withName("c").withContainerID("cri-o://abc").endContainerStatus().endStatus().build();
+    pods.add(plain);
+    return plain;
+  }
+
+  private static final String PLAIN_CGROUP = "0::/kubepods/besteffort/pod" + PLAIN_UID + "/crio-abc\n";
+
+  @Test
+  void aContainerWithoutAGrantUsingACardIsKilledPastTheTolerance() {
+    Pod plain = plainPod("team", Map.of());
+    node.run(401, PLAIN_CGROUP, GPU1, 3000);
+    MemoryWatchdog watchdog = watchdog(WatchdogConfig.Action.REPORT); // the over-grant action is not the one that applies
+
+    pollFor(watchdog, 2);
+    assertThat(node.killed).containsExactly(401);
+    assertThat(events).singleElement().satisfies(e -> {
+      assertThat(e.pod()).isSameAs(plain);
+      assertThat(e.reason()).isEqualTo("GpuUseWithoutGrant");
+      assertThat(e.message()).isEqualTo(
+          "container c: NVML saw 3000 MiB on " + GPU1 + " (pid 401) for 2.0 s without a grant (the pod holds no GPU grant), over the 512 MiB tolerance;"
+              + " killed pid 401");
+    });
+    assertThat(metrics.withoutGrant.labelValues("team", "plain", "c").get()).isEqualTo(1);
+    assertThat(overGrantCount("gpu")).isZero();
+  }
+
+  @Test
+  void withReportUngrantedUseIsOnlyReported() {
+    plainPod("team", Map.of());
+    node.run(401, PLAIN_CGROUP, GPU1, 3000);
+    WatchdogConfig config = WatchdogConfig.DEFAULT.withUngranted(WatchdogConfig.Action.REPORT, List.of());
+    MemoryWatchdog watchdog = watchdog(config, PodGrants.unverified());
+    pollFor(watchdog, 10);
+    assertThat(node.killed).isEmpty();
+    assertThat(events).singleElement().satisfies(e -> assertThat(e.message()).endsWith("; reported only (watchdog ungranted.action: report)"));
+  }
+
+  @Test
+  void withinTheToleranceOrInAnExemptNamespaceItIsLeftAlone() {
+    plainPod("monitoring", Map.of());
+    node.run(401, PLAIN_CGROUP, GPU1, 30000);
+    MemoryWatchdog exempting = watchdog(WatchdogConfig.DEFAULT.withUngranted(WatchdogConfig.Action.KILL, List.of("monitoring")), PodGrants.unverified());
+    pollFor(exempting, 10);
+    assertThat(node.killed).isEmpty();
+    assertThat(events).isEmpty();
+    assertThat(metrics.unmapped.labelValues(GPU1, "exempt").get()).as("reported once").isEqualTo(1);
+
+    node.gpu.clear();
+    pods.clear();
+    plainPod("team", Map.of());
+    node.run(401, PLAIN_CGROUP, GPU1, 512);
+    pollFor(watchdog(WatchdogConfig.Action.KILL), 10);
+    assertThat(node.killed).isEmpty();
+  }
+
+  @Test
+  void aGrantThatDoesNotVerifyIsNoGrant() {
+    GrantKey key = GrantKey.random();
+    PodGrants verified = PodGrants.verified(new GrantVerifier(() -> Optional.of(key), () -> now, Duration.ofSeconds(10)));
+    String allocated = GPU1 + ",NVIDIA,40960,100:;";
+    plainPod("team", Map.of(
+        HamiAnnotations.ASSIGNED_NODE, "n1",
+        HamiAnnotations.DEVICES_ALLOCATED, allocated,
+        GrantSignature.ANNOTATION, new GrantSignature(key).sign("another-pods-uid", "n1", allocated)));
+    node.run(401, PLAIN_CGROUP, GPU1, 3000);
+    pollFor(watchdog(WatchdogConfig.DEFAULT, verified), 2);
+    assertThat(node.killed).containsExactly(401);
+    assertThat(events).singleElement().satisfies(e -> assertThat(e.message())
+        .contains("without a grant (its grant is not the scheduler's: its vgpu.io/grant-signature does not match the pod's UID, node and grant)"));
+  }
+
+  @Test
+  void theLimitsFileTheAgentWroteIsTheGrantWhateverTheAnnotationSays() throws Exception {
+    // Allocate gave container gpu 1024 MiB on GPU0; the key was replaced since, so no signature verifies
+    PodGrants keyless = PodGrants.verified(new GrantVerifier(Optional::empty, () -> now, Duration.ofSeconds(10)));
+    grantedPod();
+    java.nio.file.Files.createDirectories(hook.resolve("vgpu/limits"));
+    java.nio.file.Files.writeString(hook.resolve("vgpu/limits/" + UID + "_gpu"),
+        "# vgpu limits of pod team/p container gpu\n# devices: " + GPU0 + "\nCUDA_DEVICE_MEMORY_LIMIT_0=1024m\nEND\n");
+    node.run(101, cgroup(CID), GPU0, 1500);
+    MemoryWatchdog watchdog = watchdog(WatchdogConfig.DEFAULT, keyless);
+    pollFor(watchdog, 5);
+    assertThat(node.killed).isEmpty();
+    node.gpu.clear();
+    node.run(101, cgroup(CID), GPU0, 1600);
+    pollFor(watchdog, 2);
+    assertThat(node.killed).containsExactly(101);
+    assertThat(events).singleElement().satisfies(e -> assertThat(e.reason()).isEqualTo("GpuMemoryOverGrant"));
+  }
+
+  @Test
+  void aCardWhoseProcessesCannotBeListedIsAWarningOncePerEpisodeAndAGauge() {
+    MemoryWatchdog watchdog = watchdog(WatchdogConfig.Action.KILL);
+    unlisted.put(GPU1, "GPU is lost");
+    pollFor(watchdog, 3);
+    assertThat(metrics.unlistedCards.labelValues(GPU1).get()).isEqualTo(1);
+    unlisted.clear();
+    pollFor(watchdog, 0);
+    assertThat(metrics.unlistedCards.labelValues(GPU1).get()).isEqualTo(0);
+  }
+
+  @Test
+  void perPodSeriesAreForgottenOnceThePodIsGone() {
+    Pod plain = plainPod("team", Map.of());
+    grantedPod();
+    node.run(401, PLAIN_CGROUP, GPU1, 3000);
+    node.run(101, cgroup(CID), GPU0, 4024);
+    MemoryWatchdog watchdog = watchdog(WatchdogConfig.Action.KILL);
+    pollFor(watchdog, 2);
+    assertThat(metrics.withoutGrant.collect().getDataPoints()).hasSize(1);
+    assertThat(metrics.overGrant.collect().getDataPoints()).hasSize(1);
+
+    pods.remove(plain);
+    pollFor(watchdog, 0);
+    assertThat(metrics.withoutGrant.collect().getDataPoints()).isEmpty();
+    assertThat(metrics.overGrant.collect().getDataPoints()).as("a pod still here keeps its count").hasSize(1);
+    pods.clear();
+    pollFor(watchdog, 0);
+    assertThat(metrics.overGrant.collect().getDataPoints()).isEmpty();
   }
 
   @Test
@@ -218,8 +351,8 @@ class MemoryWatchdogTest {
       }
     };
     reused.run(101, cgroup(CID), GPU0, 4024);
-    MemoryWatchdog watchdog = new MemoryWatchdog(WatchdogConfig.DEFAULT, () -> List.copyOf(reused.gpu), () -> pods, new HookLayout(hook.toString()),
-        reused, (pod, reason, message) -> events.add(new Event(pod, reason, message)), metrics, () -> now);
+    MemoryWatchdog watchdog = new MemoryWatchdog(WatchdogConfig.DEFAULT, () -> GpuProcesses.Sample.of(reused.gpu), () -> pods, new HookLayout(hook.toString()),
+        PodGrants.unverified(), "n1", reused, (pod, reason, message) -> events.add(new Event(pod, reason, message)), metrics, () -> now);
     pollFor(watchdog, 2);
     assertThat(reused.killed).isEmpty();
     assertThat(events).singleElement().satisfies(e -> assertThat(e.message()).endsWith("; no process left to kill"));

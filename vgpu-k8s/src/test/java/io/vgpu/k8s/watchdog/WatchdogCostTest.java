@@ -6,6 +6,7 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.config.WatchdogConfig;
+import io.vgpu.k8s.grant.PodGrants;
 import io.vgpu.nvidia.HookLayout;
 import io.vgpu.nvidia.Nvml;
 import io.vgpu.nvidia.NvidiaDeviceSource;
@@ -42,7 +43,7 @@ class WatchdogCostTest {
   private static final int ROUNDS = 3;
 
   private static MemoryWatchdog watchdog(GpuProcesses gpus, List<Pod> pods, Path hook, List<String> events) {
-    return new MemoryWatchdog(WatchdogConfig.DEFAULT, gpus, () -> pods, new HookLayout(hook.toString()), HostProcesses.procfs(),
+    return new MemoryWatchdog(WatchdogConfig.DEFAULT, gpus, () -> pods, new HookLayout(hook.toString()), PodGrants.unverified(), "n1", HostProcesses.procfs(),
         (pod, reason, message) -> events.add(message), new WatchdogMetrics(), Clock.systemUTC());
   }
 
@@ -72,6 +73,7 @@ class WatchdogCostTest {
         int gpu = c % GPUS;
         pods.add(new PodBuilder()
             .withNewMetadata().withName("p" + c).withNamespace("team").withUid(uid)
+            .addToAnnotations(HamiAnnotations.ASSIGNED_NODE, "n1")
             .addToAnnotations(HamiAnnotations.DEVICES_ALLOCATED, uuids.get(gpu) + ",NVIDIA,1024,10:;").endMetadata()
             .withNewSpec().addNewContainer().withName("gpu").endContainer().endSpec()
             .withNewStatus().withPhase("Running").addNewContainerStatus().withName("gpu").withContainerID("containerd://" + id).endContainerStatus().endStatus()
@@ -82,8 +84,9 @@ class WatchdogCostTest {
       }
       List<String> events = new ArrayList<>();
       GpuProcesses nvml = GpuProcesses.nvml(source);
-      List<GpuProcesses.GpuProcess> sample = nvml.sample();
-      assertThat(sample).hasSize(CONTAINERS * PROCESSES_PER_CONTAINER);
+      GpuProcesses.Sample sample = nvml.sample();
+      assertThat(sample.processes()).hasSize(CONTAINERS * PROCESSES_PER_CONTAINER);
+      assertThat(sample.unlisted()).isEmpty();
       MemoryWatchdog watchdog = watchdog(nvml, pods, hook, events);
       MemoryWatchdog ownWorkOnly = watchdog(() -> sample, pods, hook, events);
 
