@@ -23,6 +23,8 @@ import io.vgpu.k8s.codec.DeviceListCodec;
 import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.codec.NodeRegisterCodec;
 import io.vgpu.k8s.pod.PodRefs;
+import io.vgpu.k8s.pod.PodRequestException;
+import io.vgpu.k8s.pod.PodRequestParser;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -50,9 +52,10 @@ import org.slf4j.LoggerFactory;
  * so a restarted scheduler neither loses nor duplicates a grant.
  *
  * <p>Pods can write their own annotations, so a grant is taken from them only when it is consistent:
- * the node exists and registers every granted device, and either the pod is bound to that node (it
- * runs there, so it is counted even where it overflows a card — under-counting would let the card be
- * over-committed) or it is a reservation this scheduler made, or one found when the ledger was rebuilt
+ * the pod's spec asks for devices (its containers' resources, which its owner cannot change and the
+ * webhook has checked), the node exists and registers every granted device, and either the pod is
+ * bound to that node (it runs there, so it is counted even where it overflows a card — under-counting
+ * would let the card be over-committed) or it is a reservation this scheduler made, or one found when the ledger was rebuilt
  * (at start, or on taking over leadership) whose {@code hami.io/vgpu-time} is live and which fits what
  * is left. Anything else is ignored with one Warning Event on the pod. Once a grant is counted, later
  * edits of the pod's annotations change nothing but the init-container shrink below.
@@ -70,6 +73,7 @@ public final class ClusterLedger implements AutoCloseable {
   private final KubernetesClient client;
   private final Engine engine;
   private final ResourceSchema schema;
+  private final PodRequestParser requests;
   private final Predicate<Node> nodeFilter;
   private final NodeHealth health;
   private final EventRecorder events;
@@ -108,6 +112,7 @@ public final class ClusterLedger implements AutoCloseable {
     this.client = client;
     this.engine = engine;
     this.schema = engine.config().schema();
+    this.requests = new PodRequestParser(schema);
     this.nodeFilter = nodeFilter;
     this.health = health;
     this.events = events;
@@ -133,7 +138,7 @@ public final class ClusterLedger implements AutoCloseable {
     quotas.addEventHandler(new ReconcileOnEvent<ResourceQuota>(quota -> refreshQuotas(quota.getMetadata().getNamespace())));
     // Listed in pages, as client-go's reflector lists: one body of every pod would be held whole while
     // decoded (hundreds of MB at 50,000 pods), and the JDK's HTTP/2 client keeps the last one it read.
-    pods = client.pods().inAnyNamespace().withLimit(LIST_PAGE).runnableInformer(0).itemStore(LeanStore.pods());
+    pods = client.pods().inAnyNamespace().withLimit(LIST_PAGE).runnableInformer(0).itemStore(LeanStore.pods(schema));
     pods.addEventHandler(cpu.podHandler());
     pods.addEventHandler(new ReconcileOnEvent<Pod>(pod -> reconcilePod(pod.getMetadata().getNamespace(), pod.getMetadata().getName())));
     // Nodes and quotas first, so that restored grants land on registered nodes.
@@ -398,6 +403,18 @@ public final class ClusterLedger implements AutoCloseable {
       forgetPod(ref);
       return;
     }
+    if (LeanStore.dropped(node) || LeanStore.dropped(allocated)) {
+      String which = LeanStore.dropped(node) ? HamiAnnotations.ASSIGNED_NODE : HamiAnnotations.DEVICES_ALLOCATED;
+      ignore(pod, ref, LeanStore.dropped(node) ? "(unreadable)" : node, allocated,
+          "it is unreadable: " + which + " is longer than " + LeanStore.KEPT_POD_ANNOTATIONS.get(which) + " characters");
+      return;
+    }
+    // The spec is what the pod was admitted and placed with; its annotations anybody may have written.
+    String noDevices = askedForNoDevices(pod);
+    if (noDevices != null) {
+      ignore(pod, ref, node, allocated, noDevices);
+      return;
+    }
     PodGrant grant;
     try {
       grant = DeviceListCodec.decodeGrant(ref, node, allocated, names(pod.getSpec().getInitContainers()), names(pod.getSpec().getContainers()));
@@ -460,6 +477,15 @@ public final class ClusterLedger implements AutoCloseable {
       return;
     }
     firstSeen.putIfAbsent(ref, now);
+  }
+
+  /** Why the pod's spec holds no grant: it asks for no device, or its request is unreadable; null when it asks. */
+  private @Nullable String askedForNoDevices(Pod pod) {
+    try {
+      return requests.asksForDevices(pod) ? null : "the pod asks for no " + schema.countResource();
+    } catch (PodRequestException e) {
+      return "the pod's request is unreadable: " + e.getMessage();
+    }
   }
 
   /** A card of the grant whose counted usage now exceeds its capacity, if any. */

@@ -475,7 +475,7 @@ public final class Extender {
   /** Whether the pod asks for devices; one whose request cannot be read counts as asking (fail closed). */
   private boolean asksForDevices(Pod pod) {
     try {
-      return requests.parse(pod).wantsDevices();
+      return requests.asksForDevices(pod);
     } catch (PodRequestException e) {
       return true;
     }
