@@ -38,6 +38,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
 import java.util.stream.Stream;
@@ -89,6 +90,7 @@ public final class ClusterLedger implements AutoCloseable {
   private final Map<String, String> registered = new ConcurrentHashMap<>();
   private final Set<String> warnedNodes = ConcurrentHashMap.newKeySet();
   private final List<Consumer<String>> lockReleases = new CopyOnWriteArrayList<>();
+  private final List<BiConsumer<PodRef, @Nullable String>> podDeletions = new CopyOnWriteArrayList<>();
   private final List<SharedIndexInformer<?>> informers = new ArrayList<>();
   private final Object nodeLock = new Object();
   private final Object podLock = new Object();
@@ -140,7 +142,7 @@ public final class ClusterLedger implements AutoCloseable {
     // decoded (hundreds of MB at 50,000 pods), and the JDK's HTTP/2 client keeps the last one it read.
     pods = client.pods().inAnyNamespace().withLimit(LIST_PAGE).runnableInformer(0).itemStore(LeanStore.pods(schema));
     pods.addEventHandler(cpu.podHandler());
-    pods.addEventHandler(new ReconcileOnEvent<Pod>(pod -> reconcilePod(pod.getMetadata().getNamespace(), pod.getMetadata().getName())));
+    pods.addEventHandler(new PodHandler());
     // Nodes and quotas first, so that restored grants land on registered nodes.
     informers.add(nodes);
     informers.add(quotas);
@@ -182,7 +184,15 @@ public final class ClusterLedger implements AutoCloseable {
     lockReleases.add(listener);
   }
 
-  /** A pod from the informer cache, lean: see {@link LeanStore#lean(Pod)} for what it keeps. */
+  /**
+   * Tells {@code listener} of every pod deleted, with its UID (null when it had none), once the ledger
+   * has settled it. It runs on the informer's thread and must return at once.
+   */
+  public void onPodDeleted(BiConsumer<PodRef, @Nullable String> listener) {
+    podDeletions.add(listener);
+  }
+
+  /** A pod from the informer cache, lean: see {@link LeanStore} for what it keeps. */
   public Optional<Pod> pod(PodRef ref) {
     SharedIndexInformer<Pod> informer = pods;
     return informer == null ? Optional.empty() : Optional.ofNullable(informer.getIndexer().getByKey(ref.namespace() + "/" + ref.name()));
@@ -388,6 +398,25 @@ public final class ClusterLedger implements AutoCloseable {
   }
 
   // --- Pods
+
+  private final class PodHandler implements ResourceEventHandler<Pod> {
+    @Override
+    public void onAdd(Pod pod) {
+      reconcilePod(pod.getMetadata().getNamespace(), pod.getMetadata().getName());
+    }
+
+    @Override
+    public void onUpdate(Pod old, Pod pod) {
+      reconcilePod(pod.getMetadata().getNamespace(), pod.getMetadata().getName());
+    }
+
+    @Override
+    public void onDelete(Pod pod, boolean finalStateUnknown) {
+      reconcilePod(pod.getMetadata().getNamespace(), pod.getMetadata().getName());
+      PodRef ref = new PodRef(pod.getMetadata().getNamespace(), pod.getMetadata().getName());
+      podDeletions.forEach(l -> l.accept(ref, pod.getMetadata().getUid()));
+    }
+  }
 
   private void trackPod(Pod pod, boolean adopt) {
     PodRef ref = new PodRef(pod.getMetadata().getNamespace(), pod.getMetadata().getName());

@@ -344,7 +344,7 @@ public final class Extender {
     explanation.nearest().ifPresent(fix -> message.append(". Nearest fit: node ").append(fix.node()).append(": ").append(fix.change()));
     events.warning(pod, "FilteringFailed", message.toString());
     String dominant = weight.entrySet().stream().max(Map.Entry.comparingByValue()).map(Map.Entry::getKey).orElse("NoNodes");
-    metrics.unschedulable(ref, dominant);
+    metrics.unschedulable(ref, pod.getMetadata().getUid(), dominant);
   }
 
   /** The nodes sorted, at most {@link #MESSAGE_NODES} of them named. */

@@ -125,6 +125,7 @@ public final class SchedulerServer implements AutoCloseable {
     EventRecorder events = b.events;
     b.ledger = new ClusterLedger(client, b.engine, labelFilter(options.nodeLabelSelector()), b.health, events, clock, options.staleReservationTimeout());
     ClusterLedger ledger = b.ledger;
+    ledger.onPodDeleted(metrics::deleted);
     b.binds = Executors.newFixedThreadPool(BIND_THREADS, daemon("vgpu-bind"));
     b.leadership = options.leaderElect()
         ? new LeaseLeadership(client, options.leaseNamespace(), options.leaseName(), options.identity(), clock)

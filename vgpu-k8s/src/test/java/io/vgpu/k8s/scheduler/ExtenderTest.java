@@ -247,4 +247,24 @@ class ExtenderTest {
         .contains("vgpu_filter_duration_seconds_bucket")
         .contains("hami_build_info{");
   }
+
+  private String metrics() throws Exception {
+    return cluster.http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + cluster.server.metricsPort() + "/metrics")).build(),
+        java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+  }
+
+  @Test
+  void aPodDeletedWhilePendingIsNoLongerCountedUnschedulable() throws Exception {
+    Pod big = cluster.create(gpuPod("default", "big", Map.of("nvidia.com/gpu", "1", "nvidia.com/gpumem", "50000"), Map.of()));
+    cluster.filter(big, List.of("worker1", "worker2"));
+    assertThat(metrics()).contains("vgpu_unschedulable_pods{reason=\"CardInsufficientMemory\"} 1.0");
+    client.pods().inNamespace("default").withName("big").delete();
+    ClusterHarness.await(() -> {
+      try {
+        return !metrics().contains("vgpu_unschedulable_pods{");
+      } catch (Exception e) {
+        throw new AssertionError(e);
+      }
+    }, "the deleted pod to leave vgpu_unschedulable_pods");
+  }
 }
