@@ -267,4 +267,19 @@ class ExtenderTest {
       }
     }, "the deleted pod to leave vgpu_unschedulable_pods");
   }
+
+  @Test
+  void theWebhookDeniesAGpuPodThatNamesAnotherSchedulerAndANodeWithAnEvent() throws Exception {
+    Pod bypass = gpuPod("tenant", "bypass", Map.of("nvidia.com/gpu", "1"), Map.of());
+    bypass.getSpec().setSchedulerName("my-scheduler");
+    bypass.getSpec().setNodeName("worker1");
+    ClusterHarness.Admission denied = cluster.admit(bypass, "admission.k8s.io/v1");
+    assertThat(denied.pod()).isEmpty();
+    assertThat(denied.message()).isEqualTo("pod has node assigned (spec.nodeName: worker1)");
+    ClusterHarness.await(() -> !client.v1().events().inNamespace("tenant").list().getItems().isEmpty(), "an event");
+    var event = client.v1().events().inNamespace("tenant").list().getItems().get(0);
+    assertThat(event.getReason()).isEqualTo("AdmissionDenied");
+    assertThat(event.getInvolvedObject().getName()).isEqualTo("bypass");
+    assertThat(event.getMessage()).isEqualTo("pod has node assigned (spec.nodeName: worker1)");
+  }
 }
