@@ -11,6 +11,7 @@ import io.vgpu.core.QuotaLimits;
 import io.vgpu.core.QuotaUsage;
 import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.config.DeviceConfig;
+import io.vgpu.k8s.grant.GrantSignature;
 import io.vgpu.k8s.pod.ContainerResources;
 import io.vgpu.k8s.pod.PodJson;
 import io.vgpu.k8s.pod.PodRefs;
@@ -63,7 +64,7 @@ public final class AdmissionMutator {
   /** The label that exempts a pod, in the namespaces the device config lists. */
   public static final String IGNORE_LABEL = "hami.io/webhook";
 
-  /** Pod annotations only the scheduler and the device plugin write. */
+  /** Pod annotations only the scheduler and the device plugin write: HAMi's, and the grant's signature. */
   public static final List<String> SCHEDULER_OWNED =
       List.of(
           HamiAnnotations.ASSIGNED_NODE,
@@ -71,7 +72,8 @@ public final class AdmissionMutator {
           HamiAnnotations.DEVICES_TO_ALLOCATE,
           HamiAnnotations.DEVICES_ALLOCATED,
           HamiAnnotations.BIND_PHASE,
-          HamiAnnotations.BIND_TIME);
+          HamiAnnotations.BIND_TIME,
+          GrantSignature.ANNOTATION);
 
   private static final String KUBE_DEFAULT_SCHEDULER = "default-scheduler";
   private static final String TASK_PRIORITY_ENV = "CUDA_TASK_PRIORITY";

@@ -23,6 +23,7 @@ import io.vgpu.k8s.codec.DeviceListCodec;
 import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.codec.NodeRegisterCodec;
 import io.vgpu.k8s.codec.ReasonCodec;
+import io.vgpu.k8s.grant.GrantSignature;
 import io.vgpu.k8s.pod.PodJson;
 import io.vgpu.k8s.pod.PodRefs;
 import io.vgpu.k8s.pod.PodRequestException;
@@ -97,6 +98,7 @@ public final class Extender {
   private final Duration lockRetryTimeout;
   private final Executor binds;
   private final boolean placeCpuOnlyPods;
+  private final @Nullable GrantSignature signer;
   private final NodeLockWaiters lockWaiters = new NodeLockWaiters();
   /** The candidate list of the last filter call, resolved. */
   private volatile @Nullable CandidateNodes lastCandidates;
@@ -110,6 +112,8 @@ public final class Extender {
    * @param binds where binds continue once a node's lock is theirs
    * @param placeCpuOnlyPods whether pods without devices are placed by the policy too, instead of
    *     passing through
+   * @param signer signs each grant the filter writes ({@link GrantSignature#ANNOTATION}); null writes
+   *     none
    */
   public Extender(
       KubernetesClient client,
@@ -125,7 +129,8 @@ public final class Extender {
       Duration syncWait,
       Duration lockRetryTimeout,
       Executor binds,
-      boolean placeCpuOnlyPods) {
+      boolean placeCpuOnlyPods,
+      @Nullable GrantSignature signer) {
     this.client = client;
     this.writes = new ApiWrites(client);
     this.engine = engine;
@@ -141,6 +146,7 @@ public final class Extender {
     this.lockRetryTimeout = lockRetryTimeout;
     this.binds = binds;
     this.placeCpuOnlyPods = placeCpuOnlyPods;
+    this.signer = signer;
     ledger.onNodeLockReleased(lockWaiters::released);
   }
 
@@ -193,6 +199,10 @@ public final class Extender {
       return placeWithoutDevices(request, compiled, resolved);
     }
     PodRef ref = request.pod();
+    String uid = pod.getMetadata().getUid() == null ? "" : pod.getMetadata().getUid();
+    if (signer != null && uid.isEmpty()) {
+      return ExtenderFilterResult.error("pod " + ref + " has no metadata.uid: its grant cannot be signed");
+    }
     // A pod filtered again (a failed or retried bind) gives back what it held first, as in HAMi.
     engine.release(ref);
     for (int attempt = 0; attempt < RESERVE_ATTEMPTS; attempt++) {
@@ -213,7 +223,7 @@ public final class Extender {
       }
       ledger.reservedByFilter(ref);
       try {
-        annotate(pod, placement.grant());
+        annotate(placement.grant(), uid);
       } catch (KubernetesClientException e) {
         engine.release(ref);
         events.warning(pod, "FilteringFailed", "writing the scheduling decision failed: " + e.getMessage());
@@ -265,24 +275,35 @@ public final class Extender {
     return true;
   }
 
-  /** The decision HAMi writes into the pod during filter. */
-  static Map<String, String> annotations(PodGrant grant, String assignedTime) {
+  /**
+   * The decision HAMi writes into the pod during filter, and beside it the scheduler's signature of
+   * the grant when {@code signature} is given.
+   */
+  static Map<String, String> annotations(PodGrant grant, String assignedTime, @Nullable GrantSignature signature, String podUid) {
     String devices = DeviceListCodec.encode(grant);
     Map<String, String> out = new LinkedHashMap<>();
     out.put(HamiAnnotations.ASSIGNED_NODE, grant.node());
     out.put(HamiAnnotations.ASSIGNED_TIME, assignedTime);
     out.put(HamiAnnotations.DEVICES_TO_ALLOCATE, devices);
     out.put(HamiAnnotations.DEVICES_ALLOCATED, devices);
+    if (signature != null) {
+      out.put(GrantSignature.ANNOTATION, signature.sign(podUid, grant.node(), devices));
+    }
     return out;
   }
 
-  private void annotate(Pod pod, PodGrant grant) {
+  /** The merge patch that writes the decision: the annotations and the node label, in one write. */
+  static String decisionPatch(PodGrant grant, String assignedTime, @Nullable GrantSignature signature, String podUid) {
     ObjectNode patch = PodJson.mapper().createObjectNode();
     ObjectNode metadata = patch.putObject("metadata");
     ObjectNode annotations = metadata.putObject("annotations");
-    annotations(grant, Long.toString(clock.instant().getEpochSecond())).forEach(annotations::put);
+    annotations(grant, assignedTime, signature, podUid).forEach(annotations::put);
     metadata.putObject("labels").put(HamiAnnotations.ASSIGNED_NODE, grant.node());
-    writes.patchPod(grant.pod().namespace(), grant.pod().name(), patch.toString());
+    return patch.toString();
+  }
+
+  private void annotate(PodGrant grant, String podUid) {
+    writes.patchPod(grant.pod().namespace(), grant.pod().name(), decisionPatch(grant, Long.toString(clock.instant().getEpochSecond()), signer, podUid));
   }
 
   private static Map<String, String> failedNodes(List<NodeRejection> rejections) {

@@ -10,6 +10,8 @@ import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.vgpu.core.Engine;
 import io.vgpu.k8s.admission.AdmissionMutator;
 import io.vgpu.k8s.config.DeviceConfig;
+import io.vgpu.k8s.grant.GrantKeySecret;
+import io.vgpu.k8s.grant.GrantSignature;
 import io.vgpu.k8s.pod.PodJson;
 import io.vgpu.k8s.pod.PodRequestParser;
 import io.vgpu.k8s.server.ClientCertificateAuthority;
@@ -45,6 +47,9 @@ import tools.jackson.databind.node.ObjectNode;
  * metrics and the health probes on a third; the ledger following the cluster; and the leader's periodic
  * work — the node handshake pass every 15 seconds and the sweep that gives back reservations of pods
  * filtered but never bound.
+ *
+ * <p>With {@code --grant-key-secret} the key that signs grants is read (or made) before anything is
+ * served, and every grant the filter writes carries the scheduler's signature.
  *
  * <p>{@code /filter} and {@code /bind} act with the scheduler's rights (they patch pods and post
  * Bindings), so with {@code --client-ca-file} they answer only clients presenting a certificate of
@@ -114,6 +119,16 @@ public final class SchedulerServer implements AutoCloseable {
         .nodeSchedulerPolicy(options.nodeSchedulerPolicy().isEmpty() ? config.nodeSchedulerPolicy() : options.nodeSchedulerPolicy())
         .gpuSchedulerPolicy(options.gpuSchedulerPolicy().isEmpty() ? config.gpuSchedulerPolicy() : options.gpuSchedulerPolicy())
         .build();
+    // The key first: a scheduler that would sign grants serves nothing until it can.
+    GrantSignature signer = null;
+    if (options.grantKeySecret().isPresent()) {
+      GrantKeySecret secret = GrantKeySecret.parse(client, "--grant-key-secret", options.grantKeySecret().get());
+      try {
+        signer = new GrantSignature(secret.ensure());
+      } catch (IOException e) {
+        throw new IOException("--grant-key-secret: " + e.getMessage(), e);
+      }
+    }
     Builder b = new Builder();
     b.client = client;
     b.engine = Engine.builder().config(effective.engineConfig()).build();
@@ -145,7 +160,8 @@ public final class SchedulerServer implements AutoCloseable {
             Duration.ofSeconds(25),
             options.nodeLockRetryTimeout(),
             b.binds,
-            options.placeCpuOnlyPods());
+            options.placeCpuOnlyPods(),
+            signer);
     String schedulerName = options.schedulerName().isEmpty() ? AdmissionMutator.DEFAULT_SCHEDULER_NAME : options.schedulerName();
     AdmissionWebhook webhook = new AdmissionWebhook(new AdmissionMutator(effective, schedulerName, options.overwriteDefaultScheduler(), options.placeCpuOnlyPods()), b.engine::quota, events);
 
