@@ -33,6 +33,7 @@ import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -84,6 +85,11 @@ public final class ClusterLedger implements AutoCloseable {
   private final Set<PodRef> reaped = ConcurrentHashMap.newKeySet();
   /** When the ledger first saw each reservation, for those whose own time cannot be read. */
   private final Map<PodRef, Instant> firstSeen = new ConcurrentHashMap<>();
+  /**
+   * The pod each counted grant belongs to, by UID: a pod recreated under the same name (a StatefulSet's)
+   * is another pod, and an event of the old one must not touch the new one's grant.
+   */
+  private final Map<PodRef, Owner> owners = new ConcurrentHashMap<>();
   /** The last grant annotation ignored per pod, so that each is reported once. */
   private final Map<PodRef, String> ignored = new ConcurrentHashMap<>();
   /** Register annotations last seen per node, so an unchanged node is not re-registered. */
@@ -98,6 +104,17 @@ public final class ClusterLedger implements AutoCloseable {
   private @Nullable SharedIndexInformer<Node> nodes;
   private @Nullable SharedIndexInformer<ResourceQuota> quotas;
   private volatile boolean synced;
+
+  /**
+   * Whose a grant is: the pod's UID (null for a pod without one), and whether this scheduler's filter
+   * claimed it for that UID (kube-scheduler asks only about pods that exist, so that UID is the
+   * newest of the name, and a cached pod of another UID is an older one the informer has yet to drop).
+   */
+  private record Owner(@Nullable String uid, boolean filtered) {
+    boolean is(@Nullable String other) {
+      return uid == null || other == null || uid.equals(other);
+    }
+  }
 
   /** Objects per page of an informer's list (client-go's reflector uses the same). */
   private static final long LIST_PAGE = 500;
@@ -233,11 +250,20 @@ public final class ClusterLedger implements AutoCloseable {
     }
   }
 
-  /** The extender reserved a grant for the pod and is writing it into the pod: it is this scheduler's. */
-  public void reservedByFilter(PodRef pod) {
-    reaped.remove(pod);
-    ignored.remove(pod);
-    firstSeen.put(pod, clock.instant());
+  /**
+   * The extender is about to reserve a grant for the pod with this UID (giving back what the name held
+   * first): from now on its grant is this pod's, and events of an older pod of the same name leave it
+   * alone.
+   *
+   * @param uid the pod's UID from kube-scheduler's arguments; null when it has none
+   */
+  public void filtering(PodRef pod, @Nullable String uid) {
+    synchronized (podLock) {
+      owners.put(pod, new Owner(uid, true));
+      reaped.remove(pod);
+      ignored.remove(pod);
+      firstSeen.put(pod, clock.instant());
+    }
   }
 
   /**
@@ -253,18 +279,20 @@ public final class ClusterLedger implements AutoCloseable {
     Instant cutoff = now.minus(reservationTimeout);
     int reapedNow = 0;
     for (PodGrant grant : engine.grants()) {
-      Optional<Pod> cached = pod(grant.pod());
-      if (cached.isEmpty() || bound(cached.get())) {
-        continue;
-      }
-      Instant since = reservationTime(cached.get(), now).orElseGet(() -> firstSeen.computeIfAbsent(grant.pod(), k -> now));
-      if (since.isBefore(cutoff)) {
-        LOG.info("pod {} was filtered to {} at {} but never bound: giving its reservation back", grant.pod(), grant.node(), since);
-        synchronized (podLock) {
+      synchronized (podLock) {
+        Optional<Pod> cached = pod(grant.pod());
+        Owner owner = owners.get(grant.pod());
+        // A cached pod of another UID is not the grant's: the informer has yet to catch up with it.
+        if (cached.isEmpty() || bound(cached.get()) || (owner != null && !owner.is(cached.get().getMetadata().getUid()))) {
+          continue;
+        }
+        Instant since = reservationTime(cached.get(), now).orElseGet(() -> firstSeen.computeIfAbsent(grant.pod(), k -> now));
+        if (since.isBefore(cutoff) && engine.grant(grant.pod()).equals(Optional.of(grant))) {
+          LOG.info("pod {} was filtered to {} at {} but never bound: giving its reservation back", grant.pod(), grant.node(), since);
           reaped.add(grant.pod());
           engine.release(grant.pod());
+          reapedNow++;
         }
-        reapedNow++;
       }
     }
     return reapedNow;
@@ -412,7 +440,7 @@ public final class ClusterLedger implements AutoCloseable {
 
     @Override
     public void onDelete(Pod pod, boolean finalStateUnknown) {
-      reconcilePod(pod.getMetadata().getNamespace(), pod.getMetadata().getName());
+      podDeleted(pod.getMetadata().getNamespace(), pod.getMetadata().getName(), pod.getMetadata().getUid());
       PodRef ref = new PodRef(pod.getMetadata().getNamespace(), pod.getMetadata().getName());
       podDeletions.forEach(l -> l.accept(ref, pod.getMetadata().getUid()));
     }
@@ -420,6 +448,18 @@ public final class ClusterLedger implements AutoCloseable {
 
   private void trackPod(Pod pod, boolean adopt) {
     PodRef ref = new PodRef(pod.getMetadata().getNamespace(), pod.getMetadata().getName());
+    String uid = pod.getMetadata().getUid();
+    Owner owner = owners.get(ref);
+    if (owner != null && !owner.is(uid)) {
+      if (owner.filtered()) {
+        // An older pod of this name, still in the cache: the grant is its successor's.
+        return;
+      }
+      // The cache holds a newer pod of this name (its predecessor's deletion came as a replacement):
+      // what the old one held is given back before the new one is looked at.
+      engine.release(ref);
+      forgetPod(ref);
+    }
     Map<String, String> annotations = annotations(pod.getMetadata().getAnnotations());
     String node = annotations.get(HamiAnnotations.ASSIGNED_NODE);
     String allocated = annotations.get(HamiAnnotations.DEVICES_ALLOCATED);
@@ -463,6 +503,7 @@ public final class ClusterLedger implements AutoCloseable {
       if (bound && grant.equals(withoutInitContainers(held.get()))) {
         engine.release(ref);
         engine.restore(grant);
+        own(ref, uid);
         return;
       }
       // Edited after the scheduler wrote it, or an older copy of the pod: what was counted stays.
@@ -487,6 +528,7 @@ public final class ClusterLedger implements AutoCloseable {
       // It runs there: counting it is what keeps the card from being promised twice, whether or not the
       // card would take it now (cordoned, unhealthy, or over-committed by an older scheduler).
       engine.restore(grant);
+      own(ref, uid);
       overCommitted(grant).ifPresent(card -> LOG.warn("pod {} runs on {} with a grant that leaves card {} over its capacity; counted all the same", ref, node, card));
       firstSeen.putIfAbsent(ref, now);
       return;
@@ -505,7 +547,13 @@ public final class ClusterLedger implements AutoCloseable {
       ignore(pod, ref, node, allocated, "it does not fit what is left: " + fits.message());
       return;
     }
+    own(ref, uid);
     firstSeen.putIfAbsent(ref, now);
+  }
+
+  /** Records that the grant counted for {@code ref} is the pod {@code uid}'s (keeping whether the filter claimed it). */
+  private void own(PodRef ref, @Nullable String uid) {
+    owners.compute(ref, (k, o) -> o != null && o.filtered() && Objects.equals(o.uid(), uid) ? o : new Owner(uid, false));
   }
 
   /** Why the pod's spec holds no grant: it asks for no device, or its request is unreadable; null when it asks. */
@@ -568,6 +616,7 @@ public final class ClusterLedger implements AutoCloseable {
   }
 
   private void forgetPod(PodRef ref) {
+    owners.remove(ref);
     reaped.remove(ref);
     firstSeen.remove(ref);
     ignored.remove(ref);
@@ -612,14 +661,29 @@ public final class ClusterLedger implements AutoCloseable {
     synchronized (podLock) {
       SharedIndexInformer<Pod> informer = pods;
       Pod pod = informer == null ? null : informer.getIndexer().getByKey(namespace + "/" + name);
-      if (pod == null) {
-        PodRef ref = new PodRef(namespace, name);
-        engine.release(ref);
-        forgetPod(ref);
-      } else {
+      // Gone from the cache: its deletion event settles it (podDeleted), by its UID.
+      if (pod != null) {
         trackPod(pod, adopt);
       }
     }
+  }
+
+  /**
+   * A pod was deleted: the grant of its name is given back only if it is this pod's (by UID), and a
+   * newer pod of the name already in the cache is looked at afresh.
+   */
+  private void podDeleted(String namespace, String name, @Nullable String uid) {
+    synchronized (podLock) {
+      PodRef ref = new PodRef(namespace, name);
+      Owner owner = owners.get(ref);
+      if (owner == null || owner.is(uid)) {
+        engine.release(ref);
+        forgetPod(ref);
+      } else {
+        LOG.debug("pod {} (uid {}) deleted: the grant of its name is pod uid {}'s, and stays", ref, uid, owner.uid());
+      }
+    }
+    reconcilePod(namespace, name);
   }
 
   // --- Quotas

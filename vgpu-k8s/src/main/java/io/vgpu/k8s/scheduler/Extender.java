@@ -203,7 +203,9 @@ public final class Extender {
     if (signer != null && uid.isEmpty()) {
       return ExtenderFilterResult.error("pod " + ref + " has no metadata.uid: its grant cannot be signed");
     }
-    // A pod filtered again (a failed or retried bind) gives back what it held first, as in HAMi.
+    // A pod filtered again (a failed or retried bind) gives back what it held first, as in HAMi; so does
+    // the name's previous pod, which kube-scheduler could not be asking about were it not gone.
+    ledger.filtering(ref, uid.isEmpty() ? null : uid);
     engine.release(ref);
     for (int attempt = 0; attempt < RESERVE_ATTEMPTS; attempt++) {
       FilterResult result = engine.filterResolved(compiled, resolved, true);
@@ -221,7 +223,6 @@ public final class Extender {
       if (!reserved.reserved()) {
         return ExtenderFilterResult.error(reserved.message());
       }
-      ledger.reservedByFilter(ref);
       try {
         annotate(placement.grant(), uid);
       } catch (KubernetesClientException e) {
