@@ -90,6 +90,8 @@ public final class ClusterLedger implements AutoCloseable {
    * is another pod, and an event of the old one must not touch the new one's grant.
    */
   private final Map<PodRef, Owner> owners = new ConcurrentHashMap<>();
+  /** Pods whose bind is under way: their reservation is the bind's, and the reaper leaves it alone. */
+  private final Set<PodRef> binding = ConcurrentHashMap.newKeySet();
   /** The last grant annotation ignored per pod, so that each is reported once. */
   private final Map<PodRef, String> ignored = new ConcurrentHashMap<>();
   /** Register annotations last seen per node, so an unchanged node is not re-registered. */
@@ -266,6 +268,64 @@ public final class ClusterLedger implements AutoCloseable {
     }
   }
 
+  /** What the ledger holds for a pod kube-scheduler binds, against the grant its annotations name. */
+  public enum BindHold {
+    /** That very grant, reserved for that pod: it is pinned for the bind. */
+    HELD,
+    /** Another grant, or one of another pod of the same name. */
+    DIFFERENT,
+    /** Nothing: the reservation was given back, or never found (the scheduler restarted). */
+    MISSING
+  }
+
+  /**
+   * Compares the reservation held for the pod with the grant its annotations name, and pins what is
+   * held against the stale-reservation reaper until {@link #bindEnded}, so that a reservation found
+   * held is still held when the Binding is posted.
+   *
+   * @param uid the pod's UID, null when it has none
+   */
+  public BindHold holdForBind(PodRef pod, @Nullable String uid, PodGrant annotated) {
+    synchronized (podLock) {
+      binding.add(pod);
+      Optional<PodGrant> held = engine.grant(pod);
+      if (held.isEmpty()) {
+        return BindHold.MISSING;
+      }
+      Owner owner = owners.get(pod);
+      return held.get().equals(annotated) && (owner == null || owner.is(uid)) ? BindHold.HELD : BindHold.DIFFERENT;
+    }
+  }
+
+  /**
+   * Reserves again, for a bind, the grant of a pod whose reservation was given back: only if it fits
+   * what is left (never a card given out twice), and pinned like a held one.
+   */
+  public ReserveResult reserveForBind(PodRef pod, @Nullable String uid, PodGrant annotated) {
+    synchronized (podLock) {
+      binding.add(pod);
+      Optional<PodGrant> held = engine.grant(pod);
+      if (held.isPresent()) {
+        // Reserved meanwhile (a filter of the same pod): the bind goes ahead only on the same grant.
+        return held.get().equals(annotated)
+            ? new ReserveResult(ReserveResult.Status.RESERVED, "")
+            : new ReserveResult(ReserveResult.Status.CONFLICT, "the pod was filtered again meanwhile");
+      }
+      ReserveResult result = engine.reserve(annotated);
+      if (result.reserved()) {
+        owners.put(pod, new Owner(uid, true));
+        reaped.remove(pod);
+        firstSeen.put(pod, clock.instant());
+      }
+      return result;
+    }
+  }
+
+  /** The bind of the pod is over (bound or refused): its reservation is the reaper's to judge again. */
+  public void bindEnded(PodRef pod) {
+    binding.remove(pod);
+  }
+
   /**
    * Gives back the reservations of pods filtered but never bound within the reservation timeout (HAMi
    * keeps them until the pod is deleted, which strands capacity when kube-scheduler gives up on a pod).
@@ -283,7 +343,7 @@ public final class ClusterLedger implements AutoCloseable {
         Optional<Pod> cached = pod(grant.pod());
         Owner owner = owners.get(grant.pod());
         // A cached pod of another UID is not the grant's: the informer has yet to catch up with it.
-        if (cached.isEmpty() || bound(cached.get()) || (owner != null && !owner.is(cached.get().getMetadata().getUid()))) {
+        if (cached.isEmpty() || bound(cached.get()) || binding.contains(grant.pod()) || (owner != null && !owner.is(cached.get().getMetadata().getUid()))) {
           continue;
         }
         Instant since = reservationTime(cached.get(), now).orElseGet(() -> firstSeen.computeIfAbsent(grant.pod(), k -> now));

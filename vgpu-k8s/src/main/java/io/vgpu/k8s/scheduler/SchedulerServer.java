@@ -153,7 +153,7 @@ public final class SchedulerServer implements AutoCloseable {
             b.ledger,
             b.leadership,
             new PodRequestParser(effective.schema()),
-            new NodeLock(client, options.nodeLockTimeout(), clock, ref -> ledger.pod(ref).isPresent()),
+            new NodeLock(client, options.nodeLockTimeout(), clock, ledger::pod),
             events,
             metrics,
             clock,
@@ -181,7 +181,11 @@ public final class SchedulerServer implements AutoCloseable {
       extenderRoutes.tls(keys);
     }
     route(extenderRoutes, "POST", "/filter", extenderClients, r -> json(b.extender.filter(read(r.body(), ExtenderArgs.class))));
-    extenderRoutes.routeAsync("POST", "/bind", extenderClients.orElse(null), r -> b.extender.bind(read(r.body(), ExtenderBindingArgs.class)).thenApply(SchedulerServer::json));
+    extenderRoutes.routeAsync(
+        "POST", "/bind", extenderClients.orElse(null), r -> b.extender.bind(read(r.body(), ExtenderBindingArgs.class), r.clientGone()).thenApply(SchedulerServer::json));
+    // A bind may wait up to --node-lock-retry-timeout without a byte on its connection.
+    Duration idle = Duration.ofSeconds(30).compareTo(options.nodeLockRetryTimeout().plusSeconds(5)) >= 0 ? Duration.ofSeconds(30) : options.nodeLockRetryTimeout().plusSeconds(5);
+    extenderRoutes.idleTimeout(idle);
     route(webhookRoutes, "POST", "/webhook", webhookClients, r -> HttpService.Response.json(200, webhook.review(r.body())));
     String extenderAddress = ownListener ? options.extenderBind() : options.httpBind();
     if (extenderClients.isEmpty()) {
