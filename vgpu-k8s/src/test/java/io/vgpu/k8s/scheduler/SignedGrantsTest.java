@@ -94,4 +94,29 @@ class SignedGrantsTest {
         .doesNotContainKey(GrantSignature.ANNOTATION);
     assertThat(client.secrets().inAnyNamespace().list().getItems()).isEmpty();
   }
+
+  @Test
+  void aReservationGivenBackIsReservedAgainAtBindOnlyAsSigned() throws Exception {
+    cluster.start(SchedulerOptions.defaults().withGrantKeySecret("kube-system/hami-scheduler-grant-key").withStaleReservationTimeout(java.time.Duration.ofMinutes(5)),
+        DeviceConfig.DEFAULT);
+    for (String name : List.of("kept", "edited")) {
+      Pod created = cluster.create(ExtenderTest.gpuPod("team-a", name, Map.of("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"), Map.of()));
+      assertThat(cluster.filter(created, List.of("worker1")).path("NodeNames").toString()).isEqualTo("[\"worker1\"]");
+    }
+    cluster.clock.advance(java.time.Duration.ofMinutes(6));
+    cluster.server.sweepStaleReservations();
+    assertThat(cluster.server.engine().grants()).isEmpty();
+    // While nothing counts it, the owner widens its grant (no admission policy in this test cluster).
+    client.pods().inNamespace("team-a").withName("edited").edit(p -> {
+      p.getMetadata().getAnnotations().put(HamiAnnotations.DEVICES_ALLOCATED, p.getMetadata().getAnnotations().get(HamiAnnotations.DEVICES_ALLOCATED).replace(",1000,", ",40960,"));
+      return p;
+    });
+    ClusterHarness.await(() -> cluster.server.ledger().pod(new PodRef("team-a", "edited"))
+        .map(p -> p.getMetadata().getAnnotations().get(HamiAnnotations.DEVICES_ALLOCATED).contains(",40960,")).orElse(false), "the edit to reach the cache");
+
+    assertThat(cluster.bind(new PodRef("team-a", "kept"), "worker1").path("Error").asString()).isEmpty();
+    assertThat(cluster.bind(new PodRef("team-a", "edited"), "worker1").path("Error").asString())
+        .isEqualTo("pod team-a/edited: its reservation was given back, and its grant is not the one this scheduler signed");
+    assertThat(cluster.server.engine().grant(new PodRef("team-a", "edited"))).isEmpty();
+  }
 }
