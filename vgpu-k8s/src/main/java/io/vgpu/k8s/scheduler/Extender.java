@@ -509,7 +509,15 @@ public final class Extender {
     if (!held.equals(nodeName)) {
       return refused(pod, "pod " + ref + " was filtered to node " + held + ", not " + nodeName);
     }
-    String problem = holdReservation(pod, ref, uid, nodeName);
+    String problem;
+    try {
+      problem = holdReservation(pod, ref, uid, nodeName);
+    } catch (KubernetesClientException e) {
+      problem = "pod " + ref + ": " + e.getMessage();
+    } catch (RuntimeException e) {
+      ledger.bindEnded(ref);
+      throw e;
+    }
     if (problem != null) {
       ledger.bindEnded(ref);
       return refused(pod, problem);
