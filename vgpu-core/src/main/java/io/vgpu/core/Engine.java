@@ -66,11 +66,22 @@ public final class Engine {
         }
       };
 
+  /**
+   * How many HAMi policies the engine keeps: every combination of node policy, device policy and NUMA
+   * binding (a few hundred) with the default weights fits, and some with a pod's own.
+   */
+  static final int MAX_CACHED_HAMI_POLICIES = 512;
+
   private final EngineConfig config;
   private final RequestResolver resolver;
   private final Map<String, PlacementPolicyProvider> providers;
   private final Map<String, PlacementPolicy> namedPolicies = new ConcurrentHashMap<>();
-  private final Map<String, HamiPolicy> hamiPolicies = new ConcurrentHashMap<>();
+  /**
+   * HAMi policies by what they are (names read, not as annotations spelled them), at most {@link
+   * #MAX_CACHED_HAMI_POLICIES}: the weights are a pod's to choose, so past the bound a request's policy
+   * is made for it alone.
+   */
+  private final Map<HamiPolicy.Settings, HamiPolicy> hamiPolicies = new ConcurrentHashMap<>();
   /**
    * Every registered node, and every unregistered one on which grants are held (they count once it
    * registers). An entry whose snapshot is {@link NodeState#RETIRED} is on its way out of the map.
@@ -402,13 +413,26 @@ public final class Engine {
     boolean numaBind = request.constraints().numaBind();
     PlacementPolicy policy = namedPolicy(devicePolicy.trim());
     if (policy == null) {
-      String key = nodePolicy + '|' + devicePolicy + '|' + request.overrides().weights() + '|' + numaBind;
-      policy =
-          hamiPolicies.computeIfAbsent(
-              key, k -> new HamiPolicy(nodePolicy, devicePolicy, request.overrides().weights(), numaBind));
+      policy = hamiPolicy(HamiPolicy.settings(nodePolicy, devicePolicy, request.overrides().weights(), numaBind));
     }
     boolean mutex = HamiPolicy.mentions(devicePolicy, "mutex");
     return new CompiledRequest(request, resolver, policy, mutex);
+  }
+
+  private HamiPolicy hamiPolicy(HamiPolicy.Settings settings) {
+    HamiPolicy cached = hamiPolicies.get(settings);
+    if (cached != null) {
+      return cached;
+    }
+    if (hamiPolicies.size() >= MAX_CACHED_HAMI_POLICIES) {
+      return new HamiPolicy(settings);
+    }
+    return hamiPolicies.computeIfAbsent(settings, HamiPolicy::new);
+  }
+
+  /** How many HAMi policies are cached (for tests of the bound). */
+  int cachedHamiPolicies() {
+    return hamiPolicies.size();
   }
 
   private @Nullable PlacementPolicy namedPolicy(String name) {

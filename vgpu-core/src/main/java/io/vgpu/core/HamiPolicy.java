@@ -19,7 +19,8 @@ import java.util.Locale;
  * by lowest index, so placements are reproducible.
  */
 final class HamiPolicy implements PlacementPolicy {
-  private enum Key {
+  /** A key of a comma chain. */
+  enum Key {
     BINPACK,
     SPREAD,
     NUMA
@@ -31,8 +32,8 @@ final class HamiPolicy implements PlacementPolicy {
 
   private static final ThreadLocal<float[]> SCORES = ThreadLocal.withInitial(() -> new float[16]);
 
+  private final Settings settings;
   private final boolean nodeSpread;
-  private final String devicePolicy;
   private final boolean chain;
   private final Key[] chainKeys;
   private final int single;
@@ -40,20 +41,56 @@ final class HamiPolicy implements PlacementPolicy {
   private final ScoringWeights weights;
   private final boolean defaultWeights;
 
+  /**
+   * What a HAMi policy is once its names are read, and all that decides how it places: two requests
+   * with equal settings place alike, however their annotations spelled the names. A finite set but
+   * for the weights.
+   *
+   * @param nodeSpread whether nodes are spread ({@code spread}) rather than packed (any other value)
+   * @param single the single device policy: spread, binpack or mutex; spread when {@code chain} is set
+   * @param chain the keys of a comma chain (or a bare {@code numa}), in order, each once; empty when
+   *     the device policy is a single one
+   * @param numaBind whether all cards of a container must share a NUMA node
+   * @param weights the device-score weights
+   */
+  record Settings(boolean nodeSpread, int single, List<Key> chain, boolean numaBind, ScoringWeights weights) {
+    Settings {
+      chain = List.copyOf(chain);
+    }
+  }
+
+  /**
+   * Reads policy names as HAMi does: the node policy is {@code spread} or else binpack; the device
+   * policy is a comma chain of {@code binpack}, {@code spread} and {@code numa} (unknown keys ignored,
+   * spread when none is left), or exactly {@code binpack} or {@code mutex}, or else spread.
+   */
+  static Settings settings(String nodePolicy, String devicePolicy, ScoringWeights weights, boolean numaBind) {
+    String device = devicePolicy.trim();
+    boolean chain = device.contains(",") || device.equals("numa");
+    int single =
+        chain
+            ? SINGLE_SPREAD
+            : switch (device) {
+              case "binpack" -> SINGLE_BINPACK;
+              case "mutex" -> SINGLE_MUTEX;
+              default -> SINGLE_SPREAD;
+            };
+    return new Settings("spread".equals(nodePolicy.trim()), single, chain ? List.of(chainKeys(device, numaBind)) : List.of(), numaBind, weights);
+  }
+
   HamiPolicy(String nodePolicy, String devicePolicy, ScoringWeights weights, boolean numaBind) {
-    this.nodeSpread = "spread".equals(nodePolicy.trim());
-    this.devicePolicy = devicePolicy.trim();
-    this.weights = weights;
+    this(settings(nodePolicy, devicePolicy, weights, numaBind));
+  }
+
+  HamiPolicy(Settings settings) {
+    this.settings = settings;
+    this.nodeSpread = settings.nodeSpread();
+    this.weights = settings.weights();
     this.defaultWeights = weights.equals(ScoringWeights.DEFAULT);
-    this.numaBind = numaBind;
-    this.chain = this.devicePolicy.contains(",") || this.devicePolicy.equals("numa");
-    this.chainKeys = chain ? chainKeys(this.devicePolicy, numaBind) : new Key[0];
-    this.single =
-        switch (this.devicePolicy) {
-          case "binpack" -> SINGLE_BINPACK;
-          case "mutex" -> SINGLE_MUTEX;
-          default -> SINGLE_SPREAD;
-        };
+    this.numaBind = settings.numaBind();
+    this.chain = !settings.chain().isEmpty();
+    this.chainKeys = settings.chain().toArray(new Key[0]);
+    this.single = settings.single();
   }
 
   /** Whether the device policy's comma list names {@code token}, as HAMi's policy membership test. */
@@ -92,7 +129,26 @@ final class HamiPolicy implements PlacementPolicy {
 
   @Override
   public String name() {
-    return (nodeSpread ? "spread" : "binpack") + "/" + (devicePolicy.isEmpty() ? "spread" : devicePolicy);
+    String device;
+    if (chain) {
+      StringBuilder keys = new StringBuilder();
+      for (Key key : chainKeys) {
+        keys.append(key.name().toLowerCase(Locale.ROOT)).append(',');
+      }
+      // A chain of one key sorts otherwise than the single policy of that name: the trailing comma says so.
+      device = chainKeys.length == 1 && chainKeys[0] == Key.NUMA ? "numa" : keys.toString();
+      if (chainKeys.length > 1) {
+        device = device.substring(0, device.length() - 1);
+      }
+    } else {
+      device = single == SINGLE_BINPACK ? "binpack" : single == SINGLE_MUTEX ? "mutex" : "spread";
+    }
+    return (nodeSpread ? "spread" : "binpack") + "/" + device;
+  }
+
+  /** What this policy is, as read from the names it was made from. */
+  Settings settings() {
+    return settings;
   }
 
   @Override

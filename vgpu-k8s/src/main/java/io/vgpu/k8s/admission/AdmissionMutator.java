@@ -11,6 +11,7 @@ import io.vgpu.core.QuotaLimits;
 import io.vgpu.core.QuotaUsage;
 import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.config.DeviceConfig;
+import io.vgpu.k8s.grant.GrantSignature;
 import io.vgpu.k8s.pod.ContainerResources;
 import io.vgpu.k8s.pod.PodJson;
 import io.vgpu.k8s.pod.PodRefs;
@@ -36,7 +37,11 @@ import tools.jackson.databind.JsonNode;
  * only that removal; elsewhere the label changes nothing.
  *
  * <ol>
- *   <li>a pod without containers is denied; a pod addressed to another scheduler is allowed unchanged;
+ *   <li>a pod without containers is denied; a pod any of whose containers asks for the vendor's
+ *       device resources (count, memory, memory percentage or cores) is denied when a container is
+ *       privileged or {@code spec.nodeName} is set, whatever scheduler it names (else it would reach
+ *       the node without this scheduler's grant); a pod addressed to another scheduler is then allowed
+ *       unchanged;
  *   <li>each init container, then each app container, is checked and defaulted: vgpu denies a negative,
  *       fractional or out-of-range GPU quantity (HAMi would silently drop the request); a {@code
  *       gpumem-percentage} outside 0..100 is denied; {@code nvidia.com/priority} becomes env {@code
@@ -59,7 +64,7 @@ public final class AdmissionMutator {
   /** The label that exempts a pod, in the namespaces the device config lists. */
   public static final String IGNORE_LABEL = "hami.io/webhook";
 
-  /** Pod annotations only the scheduler and the device plugin write. */
+  /** Pod annotations only the scheduler and the device plugin write: HAMi's, and the grant's signature. */
   public static final List<String> SCHEDULER_OWNED =
       List.of(
           HamiAnnotations.ASSIGNED_NODE,
@@ -67,7 +72,8 @@ public final class AdmissionMutator {
           HamiAnnotations.DEVICES_TO_ALLOCATE,
           HamiAnnotations.DEVICES_ALLOCATED,
           HamiAnnotations.BIND_PHASE,
-          HamiAnnotations.BIND_TIME);
+          HamiAnnotations.BIND_TIME,
+          GrantSignature.ANNOTATION);
 
   private static final String KUBE_DEFAULT_SCHEDULER = "default-scheduler";
   private static final String TASK_PRIORITY_ENV = "CUDA_TASK_PRIORITY";
@@ -139,6 +145,23 @@ public final class AdmissionMutator {
         && config.webhookIgnoreLabelNamespaces().contains(PodRefs.of(pod).namespace())) {
       return new AdmissionResult(true, "pod is labelled " + IGNORE_LABEL + "=ignore", Optional.of(pod), JsonPatchDiff.diff(before, PodJson.toTree(pod)), false, removed);
     }
+    PodSpec spec = pod.getSpec();
+    List<Container> all = new ArrayList<>();
+    if (spec.getInitContainers() != null) {
+      all.addAll(spec.getInitContainers());
+    }
+    all.addAll(spec.getContainers());
+    // Whatever scheduler it names: a vGPU pod placed on a node by its owner, or privileged, would reach
+    // the node agent without a grant of this scheduler's or open every card past the limits.
+    if (asksForVgpu(all)) {
+      Optional<String> privileged = firstPrivileged(all);
+      if (privileged.isPresent()) {
+        return AdmissionResult.denied(privilegedMessage(privileged.get()));
+      }
+      if (nodeAssigned(spec)) {
+        return AdmissionResult.denied(nodeAssignedMessage(spec));
+      }
+    }
     String requestedScheduler = submittedSpec.getSchedulerName();
     if (requestedScheduler != null
         && !requestedScheduler.isEmpty()
@@ -147,13 +170,7 @@ public final class AdmissionMutator {
       return new AdmissionResult(
           true, "pod already has different scheduler assigned", Optional.of(pod), JsonPatchDiff.diff(before, PodJson.toTree(pod)), false, removed);
     }
-    PodSpec spec = pod.getSpec();
     boolean hasResource = false;
-    List<Container> all = new ArrayList<>();
-    if (spec.getInitContainers() != null) {
-      all.addAll(spec.getInitContainers());
-    }
-    all.addAll(spec.getContainers());
     for (Container c : all) {
       Optional<String> invalid = invalidQuantity(c);
       if (invalid.isPresent()) {
@@ -167,13 +184,13 @@ public final class AdmissionMutator {
     }
     Optional<String> privileged = firstPrivileged(all);
     if (privileged.isPresent() && hasResource) {
-      return AdmissionResult.denied("container " + privileged.get() + " is privileged");
+      return AdmissionResult.denied(privilegedMessage(privileged.get()));
     }
-    boolean nodeAssigned = spec.getNodeName() != null && !spec.getNodeName().isEmpty();
+    boolean nodeAssigned = nodeAssigned(spec);
     if (hasResource) {
       spec.setSchedulerName(schedulerName);
       if (nodeAssigned) {
-        return AdmissionResult.denied("pod has node assigned");
+        return AdmissionResult.denied(nodeAssignedMessage(spec));
       }
     } else if (placeCpuOnlyPods && !nodeAssigned) {
       spec.setSchedulerName(schedulerName);
@@ -183,6 +200,37 @@ public final class AdmissionMutator {
       return AdmissionResult.denied(overQuota.get());
     }
     return new AdmissionResult(true, "", Optional.of(pod), JsonPatchDiff.diff(before, PodJson.toTree(pod)), hasResource, removed);
+  }
+
+  /**
+   * Whether any container asks for a vendor device resource (count, memory, memory percentage or
+   * cores) other than 0, in its limits or its requests; an unreadable quantity counts as asking.
+   */
+  private boolean asksForVgpu(List<Container> containers) {
+    for (Container c : containers) {
+      for (String resource : List.of(config.resourceCountName(), config.resourceMemoryName(), config.resourceMemoryPercentageName(), config.resourceCoreName())) {
+        try {
+          if (ContainerResources.value(c, resource).map(v -> v.signum() != 0).orElse(false)) {
+            return true;
+          }
+        } catch (IllegalArgumentException e) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  private static boolean nodeAssigned(PodSpec spec) {
+    return spec.getNodeName() != null && !spec.getNodeName().isEmpty();
+  }
+
+  private static String nodeAssignedMessage(PodSpec spec) {
+    return "pod has node assigned (spec.nodeName: " + spec.getNodeName() + ")";
+  }
+
+  private static String privilegedMessage(String container) {
+    return "container " + container + " is privileged";
   }
 
   /** Removes the scheduler's annotations and node label; returns what was removed. */

@@ -3,8 +3,10 @@ package io.vgpu.k8s.cli;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.vgpu.k8s.config.DeviceConfig;
 import io.vgpu.k8s.config.DeviceConfigReader;
+import io.vgpu.k8s.grant.GrantKeySecret;
 import io.vgpu.k8s.scheduler.SchedulerOptions;
 import io.vgpu.k8s.scheduler.SchedulerServer;
+import io.vgpu.k8s.yaml.InputException;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.nio.file.Path;
@@ -95,6 +97,14 @@ public final class SchedulerCommand implements Callable<Integer> {
               + " a node without vGPU cards first, else the card node where their CPU strands the least (default: kube-scheduler places them, as with HAMi).")
   boolean placeCpuOnlyPods;
 
+  @Option(
+      names = "--grant-key-secret",
+      paramLabel = "NAMESPACE/NAME",
+      description =
+          "The Secret holding the key the scheduler signs each grant with (made at start when missing), which node agents check before serving a grant."
+              + " Without it grants are not signed.")
+  @Nullable String grantKeySecret;
+
   @Option(names = "--kubeconfig", description = "Kubeconfig file; without it, the in-cluster configuration.")
   @Nullable Path kubeconfig;
 
@@ -131,12 +141,23 @@ public final class SchedulerCommand implements Callable<Integer> {
             nodeLabelSelector,
             legacyMetrics,
             syncTimeout,
-            placeCpuOnlyPods);
+            placeCpuOnlyPods,
+            Optional.ofNullable(grantKeySecret));
     KubernetesClient client = ClusterConnection.connect(kubeconfig);
     CountDownLatch stopped = new CountDownLatch(1);
-    try (SchedulerServer server = SchedulerServer.start(options, config, client, Clock.systemUTC())) {
-      Runtime.getRuntime().addShutdownHook(new Thread(stopped::countDown, "vgpu-scheduler-shutdown"));
-      stopped.await();
+    try {
+      if (grantKeySecret != null) {
+        GrantKeySecret.parse(client, "--grant-key-secret", grantKeySecret);
+      }
+      try (SchedulerServer server = SchedulerServer.start(options, config, client, Clock.systemUTC())) {
+        Runtime.getRuntime().addShutdownHook(new Thread(stopped::countDown, "vgpu-scheduler-shutdown"));
+        stopped.await();
+      }
+    } catch (IllegalArgumentException e) {
+      throw new InputException(e.getMessage());
+    } catch (IOException e) {
+      // A listener that cannot bind, a grant key that cannot be read or made: the message says which.
+      throw new UnavailableException(e.getMessage());
     } finally {
       client.close();
     }

@@ -47,6 +47,22 @@ public final class PodRequestParser {
     return new PodRequest(ref, init, app, constraints(annotations), overrides(annotations), PodCpu.requestMilli(pod));
   }
 
+  /**
+   * Whether the pod's spec asks for at least one device: some container, init or app, with a device
+   * count above 0. Only the containers' resources are read, never an annotation, so a pod's owner
+   * cannot change the answer after creating it.
+   *
+   * @throws PodRequestException when a count is not a non-negative whole number
+   */
+  public boolean asksForDevices(Pod pod) {
+    for (Container c : PodRefs.containers(pod)) {
+      if (amount(c, schema.countResource()) > 0) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   private List<ContainerRequest> containers(List<Container> containers) {
     List<ContainerRequest> out = new ArrayList<>();
     if (containers == null) {

@@ -9,6 +9,7 @@ import io.vgpu.k8s.server.HttpService;
 import java.nio.charset.StandardCharsets;
 import java.util.Base64;
 import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import tools.jackson.core.JacksonException;
@@ -21,7 +22,8 @@ import tools.jackson.databind.node.ObjectNode;
  * the same version out, around the pure {@link AdmissionMutator}. Mutations travel as a base64 JSON
  * Patch; a denial carries the mutator's one-line message. Scheduler-owned annotations a pod was created
  * with are removed (each removal logged); the label {@code hami.io/webhook=ignore} counts only in the
- * namespaces the device config lists (see {@link AdmissionMutator}).
+ * namespaces the device config lists (see {@link AdmissionMutator}). Each denial is one log line and
+ * an Event on the pod it names.
  */
 public final class AdmissionWebhook {
   /** The label that exempts a pod in the listed namespaces (or, through the webhook configuration, a namespace). */
@@ -33,11 +35,21 @@ public final class AdmissionWebhook {
 
   private final AdmissionMutator mutator;
   private final Function<String, QuotaUsage> quotas;
+  private final @Nullable EventRecorder events;
 
-  /** A webhook deciding with {@code mutator} against the ledger's quotas. */
+  /** A webhook deciding with {@code mutator} against the ledger's quotas, logging its denials. */
   public AdmissionWebhook(AdmissionMutator mutator, Function<String, QuotaUsage> quotas) {
+    this(mutator, quotas, null);
+  }
+
+  /**
+   * A webhook deciding with {@code mutator} against the ledger's quotas; each denial is one log line
+   * and, for a pod with a name, a Warning Event {@code AdmissionDenied} on it.
+   */
+  public AdmissionWebhook(AdmissionMutator mutator, Function<String, QuotaUsage> quotas, @Nullable EventRecorder events) {
     this.mutator = mutator;
     this.quotas = quotas;
+    this.events = events;
   }
 
   /**
@@ -76,7 +88,8 @@ public final class AdmissionWebhook {
     ObjectNode metadata = object.has("metadata") && object.get("metadata").isObject() ? (ObjectNode) object.get("metadata") : object.putObject("metadata");
     // A pod created with generateName has no name yet, and the object may omit its namespace: fill both
     // in on both sides of the diff, so the patch never touches them.
-    if (metadata.path("name").asString("").isEmpty()) {
+    boolean generatedName = metadata.path("name").asString("").isEmpty();
+    if (generatedName) {
       metadata.put("name", metadata.path("generateName").asString("pod") + "(generated)");
     }
     if (metadata.path("namespace").asString("").isEmpty()) {
@@ -95,6 +108,10 @@ public final class AdmissionWebhook {
           pod.getMetadata().getNamespace(), pod.getMetadata().getName(), removed);
     }
     if (!result.allowed()) {
+      LOG.info("pod {}/{} denied: {}", pod.getMetadata().getNamespace(), pod.getMetadata().getName(), result.message());
+      if (events != null && !generatedName) {
+        events.warning(pod, "AdmissionDenied", result.message());
+      }
       deny(response, 403, result.message());
       return;
     }

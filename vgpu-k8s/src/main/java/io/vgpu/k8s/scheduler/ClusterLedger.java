@@ -23,6 +23,8 @@ import io.vgpu.k8s.codec.DeviceListCodec;
 import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.codec.NodeRegisterCodec;
 import io.vgpu.k8s.pod.PodRefs;
+import io.vgpu.k8s.pod.PodRequestException;
+import io.vgpu.k8s.pod.PodRequestParser;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -31,11 +33,13 @@ import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
 import java.util.stream.Stream;
@@ -50,9 +54,10 @@ import org.slf4j.LoggerFactory;
  * so a restarted scheduler neither loses nor duplicates a grant.
  *
  * <p>Pods can write their own annotations, so a grant is taken from them only when it is consistent:
- * the node exists and registers every granted device, and either the pod is bound to that node (it
- * runs there, so it is counted even where it overflows a card — under-counting would let the card be
- * over-committed) or it is a reservation this scheduler made, or one found when the ledger was rebuilt
+ * the pod's spec asks for devices (its containers' resources, which its owner cannot change and the
+ * webhook has checked), the node exists and registers every granted device, and either the pod is
+ * bound to that node (it runs there, so it is counted even where it overflows a card — under-counting
+ * would let the card be over-committed) or it is a reservation this scheduler made, or one found when the ledger was rebuilt
  * (at start, or on taking over leadership) whose {@code hami.io/vgpu-time} is live and which fits what
  * is left. Anything else is ignored with one Warning Event on the pod. Once a grant is counted, later
  * edits of the pod's annotations change nothing but the init-container shrink below.
@@ -70,6 +75,7 @@ public final class ClusterLedger implements AutoCloseable {
   private final KubernetesClient client;
   private final Engine engine;
   private final ResourceSchema schema;
+  private final PodRequestParser requests;
   private final Predicate<Node> nodeFilter;
   private final NodeHealth health;
   private final EventRecorder events;
@@ -79,12 +85,20 @@ public final class ClusterLedger implements AutoCloseable {
   private final Set<PodRef> reaped = ConcurrentHashMap.newKeySet();
   /** When the ledger first saw each reservation, for those whose own time cannot be read. */
   private final Map<PodRef, Instant> firstSeen = new ConcurrentHashMap<>();
+  /**
+   * The pod each counted grant belongs to, by UID: a pod recreated under the same name (a StatefulSet's)
+   * is another pod, and an event of the old one must not touch the new one's grant.
+   */
+  private final Map<PodRef, Owner> owners = new ConcurrentHashMap<>();
+  /** Pods whose bind is under way: their reservation is the bind's, and the reaper leaves it alone. */
+  private final Set<PodRef> binding = ConcurrentHashMap.newKeySet();
   /** The last grant annotation ignored per pod, so that each is reported once. */
   private final Map<PodRef, String> ignored = new ConcurrentHashMap<>();
   /** Register annotations last seen per node, so an unchanged node is not re-registered. */
   private final Map<String, String> registered = new ConcurrentHashMap<>();
   private final Set<String> warnedNodes = ConcurrentHashMap.newKeySet();
   private final List<Consumer<String>> lockReleases = new CopyOnWriteArrayList<>();
+  private final List<BiConsumer<PodRef, @Nullable String>> podDeletions = new CopyOnWriteArrayList<>();
   private final List<SharedIndexInformer<?>> informers = new ArrayList<>();
   private final Object nodeLock = new Object();
   private final Object podLock = new Object();
@@ -92,6 +106,17 @@ public final class ClusterLedger implements AutoCloseable {
   private @Nullable SharedIndexInformer<Node> nodes;
   private @Nullable SharedIndexInformer<ResourceQuota> quotas;
   private volatile boolean synced;
+
+  /**
+   * Whose a grant is: the pod's UID (null for a pod without one), and whether this scheduler's filter
+   * claimed it for that UID (kube-scheduler asks only about pods that exist, so that UID is the
+   * newest of the name, and a cached pod of another UID is an older one the informer has yet to drop).
+   */
+  private record Owner(@Nullable String uid, boolean filtered) {
+    boolean is(@Nullable String other) {
+      return uid == null || other == null || uid.equals(other);
+    }
+  }
 
   /** Objects per page of an informer's list (client-go's reflector uses the same). */
   private static final long LIST_PAGE = 500;
@@ -108,6 +133,7 @@ public final class ClusterLedger implements AutoCloseable {
     this.client = client;
     this.engine = engine;
     this.schema = engine.config().schema();
+    this.requests = new PodRequestParser(schema);
     this.nodeFilter = nodeFilter;
     this.health = health;
     this.events = events;
@@ -133,9 +159,9 @@ public final class ClusterLedger implements AutoCloseable {
     quotas.addEventHandler(new ReconcileOnEvent<ResourceQuota>(quota -> refreshQuotas(quota.getMetadata().getNamespace())));
     // Listed in pages, as client-go's reflector lists: one body of every pod would be held whole while
     // decoded (hundreds of MB at 50,000 pods), and the JDK's HTTP/2 client keeps the last one it read.
-    pods = client.pods().inAnyNamespace().withLimit(LIST_PAGE).runnableInformer(0).itemStore(LeanStore.pods());
+    pods = client.pods().inAnyNamespace().withLimit(LIST_PAGE).runnableInformer(0).itemStore(LeanStore.pods(schema));
     pods.addEventHandler(cpu.podHandler());
-    pods.addEventHandler(new ReconcileOnEvent<Pod>(pod -> reconcilePod(pod.getMetadata().getNamespace(), pod.getMetadata().getName())));
+    pods.addEventHandler(new PodHandler());
     // Nodes and quotas first, so that restored grants land on registered nodes.
     informers.add(nodes);
     informers.add(quotas);
@@ -177,7 +203,15 @@ public final class ClusterLedger implements AutoCloseable {
     lockReleases.add(listener);
   }
 
-  /** A pod from the informer cache, lean: see {@link LeanStore#lean(Pod)} for what it keeps. */
+  /**
+   * Tells {@code listener} of every pod deleted, with its UID (null when it had none), once the ledger
+   * has settled it. It runs on the informer's thread and must return at once.
+   */
+  public void onPodDeleted(BiConsumer<PodRef, @Nullable String> listener) {
+    podDeletions.add(listener);
+  }
+
+  /** A pod from the informer cache, lean: see {@link LeanStore} for what it keeps. */
   public Optional<Pod> pod(PodRef ref) {
     SharedIndexInformer<Pod> informer = pods;
     return informer == null ? Optional.empty() : Optional.ofNullable(informer.getIndexer().getByKey(ref.namespace() + "/" + ref.name()));
@@ -218,11 +252,78 @@ public final class ClusterLedger implements AutoCloseable {
     }
   }
 
-  /** The extender reserved a grant for the pod and is writing it into the pod: it is this scheduler's. */
-  public void reservedByFilter(PodRef pod) {
-    reaped.remove(pod);
-    ignored.remove(pod);
-    firstSeen.put(pod, clock.instant());
+  /**
+   * The extender is about to reserve a grant for the pod with this UID (giving back what the name held
+   * first): from now on its grant is this pod's, and events of an older pod of the same name leave it
+   * alone.
+   *
+   * @param uid the pod's UID from kube-scheduler's arguments; null when it has none
+   */
+  public void filtering(PodRef pod, @Nullable String uid) {
+    synchronized (podLock) {
+      owners.put(pod, new Owner(uid, true));
+      reaped.remove(pod);
+      ignored.remove(pod);
+      firstSeen.put(pod, clock.instant());
+    }
+  }
+
+  /** What the ledger holds for a pod kube-scheduler binds, against the grant its annotations name. */
+  public enum BindHold {
+    /** That very grant, reserved for that pod: it is pinned for the bind. */
+    HELD,
+    /** Another grant, or one of another pod of the same name. */
+    DIFFERENT,
+    /** Nothing: the reservation was given back, or never found (the scheduler restarted). */
+    MISSING
+  }
+
+  /**
+   * Compares the reservation held for the pod with the grant its annotations name, and pins what is
+   * held against the stale-reservation reaper until {@link #bindEnded}, so that a reservation found
+   * held is still held when the Binding is posted.
+   *
+   * @param uid the pod's UID, null when it has none
+   */
+  public BindHold holdForBind(PodRef pod, @Nullable String uid, PodGrant annotated) {
+    synchronized (podLock) {
+      binding.add(pod);
+      Optional<PodGrant> held = engine.grant(pod);
+      if (held.isEmpty()) {
+        return BindHold.MISSING;
+      }
+      Owner owner = owners.get(pod);
+      return held.get().equals(annotated) && (owner == null || owner.is(uid)) ? BindHold.HELD : BindHold.DIFFERENT;
+    }
+  }
+
+  /**
+   * Reserves again, for a bind, the grant of a pod whose reservation was given back: only if it fits
+   * what is left (never a card given out twice), and pinned like a held one.
+   */
+  public ReserveResult reserveForBind(PodRef pod, @Nullable String uid, PodGrant annotated) {
+    synchronized (podLock) {
+      binding.add(pod);
+      Optional<PodGrant> held = engine.grant(pod);
+      if (held.isPresent()) {
+        // Reserved meanwhile (a filter of the same pod): the bind goes ahead only on the same grant.
+        return held.get().equals(annotated)
+            ? new ReserveResult(ReserveResult.Status.RESERVED, "")
+            : new ReserveResult(ReserveResult.Status.CONFLICT, "the pod was filtered again meanwhile");
+      }
+      ReserveResult result = engine.reserve(annotated);
+      if (result.reserved()) {
+        owners.put(pod, new Owner(uid, true));
+        reaped.remove(pod);
+        firstSeen.put(pod, clock.instant());
+      }
+      return result;
+    }
+  }
+
+  /** The bind of the pod is over (bound or refused): its reservation is the reaper's to judge again. */
+  public void bindEnded(PodRef pod) {
+    binding.remove(pod);
   }
 
   /**
@@ -238,18 +339,20 @@ public final class ClusterLedger implements AutoCloseable {
     Instant cutoff = now.minus(reservationTimeout);
     int reapedNow = 0;
     for (PodGrant grant : engine.grants()) {
-      Optional<Pod> cached = pod(grant.pod());
-      if (cached.isEmpty() || bound(cached.get())) {
-        continue;
-      }
-      Instant since = reservationTime(cached.get(), now).orElseGet(() -> firstSeen.computeIfAbsent(grant.pod(), k -> now));
-      if (since.isBefore(cutoff)) {
-        LOG.info("pod {} was filtered to {} at {} but never bound: giving its reservation back", grant.pod(), grant.node(), since);
-        synchronized (podLock) {
+      synchronized (podLock) {
+        Optional<Pod> cached = pod(grant.pod());
+        Owner owner = owners.get(grant.pod());
+        // A cached pod of another UID is not the grant's: the informer has yet to catch up with it.
+        if (cached.isEmpty() || bound(cached.get()) || binding.contains(grant.pod()) || (owner != null && !owner.is(cached.get().getMetadata().getUid()))) {
+          continue;
+        }
+        Instant since = reservationTime(cached.get(), now).orElseGet(() -> firstSeen.computeIfAbsent(grant.pod(), k -> now));
+        if (since.isBefore(cutoff) && engine.grant(grant.pod()).equals(Optional.of(grant))) {
+          LOG.info("pod {} was filtered to {} at {} but never bound: giving its reservation back", grant.pod(), grant.node(), since);
           reaped.add(grant.pod());
           engine.release(grant.pod());
+          reapedNow++;
         }
-        reapedNow++;
       }
     }
     return reapedNow;
@@ -384,8 +487,39 @@ public final class ClusterLedger implements AutoCloseable {
 
   // --- Pods
 
+  private final class PodHandler implements ResourceEventHandler<Pod> {
+    @Override
+    public void onAdd(Pod pod) {
+      reconcilePod(pod.getMetadata().getNamespace(), pod.getMetadata().getName());
+    }
+
+    @Override
+    public void onUpdate(Pod old, Pod pod) {
+      reconcilePod(pod.getMetadata().getNamespace(), pod.getMetadata().getName());
+    }
+
+    @Override
+    public void onDelete(Pod pod, boolean finalStateUnknown) {
+      podDeleted(pod.getMetadata().getNamespace(), pod.getMetadata().getName(), pod.getMetadata().getUid());
+      PodRef ref = new PodRef(pod.getMetadata().getNamespace(), pod.getMetadata().getName());
+      podDeletions.forEach(l -> l.accept(ref, pod.getMetadata().getUid()));
+    }
+  }
+
   private void trackPod(Pod pod, boolean adopt) {
     PodRef ref = new PodRef(pod.getMetadata().getNamespace(), pod.getMetadata().getName());
+    String uid = pod.getMetadata().getUid();
+    Owner owner = owners.get(ref);
+    if (owner != null && !owner.is(uid)) {
+      if (owner.filtered()) {
+        // An older pod of this name, still in the cache: the grant is its successor's.
+        return;
+      }
+      // The cache holds a newer pod of this name (its predecessor's deletion came as a replacement):
+      // what the old one held is given back before the new one is looked at.
+      engine.release(ref);
+      forgetPod(ref);
+    }
     Map<String, String> annotations = annotations(pod.getMetadata().getAnnotations());
     String node = annotations.get(HamiAnnotations.ASSIGNED_NODE);
     String allocated = annotations.get(HamiAnnotations.DEVICES_ALLOCATED);
@@ -396,6 +530,18 @@ public final class ClusterLedger implements AutoCloseable {
     if ("Succeeded".equals(phase) || "Failed".equals(phase)) {
       engine.release(ref);
       forgetPod(ref);
+      return;
+    }
+    if (LeanStore.dropped(node) || LeanStore.dropped(allocated)) {
+      String which = LeanStore.dropped(node) ? HamiAnnotations.ASSIGNED_NODE : HamiAnnotations.DEVICES_ALLOCATED;
+      ignore(pod, ref, LeanStore.dropped(node) ? "(unreadable)" : node, allocated,
+          "it is unreadable: " + which + " is longer than " + LeanStore.KEPT_POD_ANNOTATIONS.get(which) + " characters");
+      return;
+    }
+    // The spec is what the pod was admitted and placed with; its annotations anybody may have written.
+    String noDevices = askedForNoDevices(pod);
+    if (noDevices != null) {
+      ignore(pod, ref, node, allocated, noDevices);
       return;
     }
     PodGrant grant;
@@ -417,6 +563,7 @@ public final class ClusterLedger implements AutoCloseable {
       if (bound && grant.equals(withoutInitContainers(held.get()))) {
         engine.release(ref);
         engine.restore(grant);
+        own(ref, uid);
         return;
       }
       // Edited after the scheduler wrote it, or an older copy of the pod: what was counted stays.
@@ -441,6 +588,7 @@ public final class ClusterLedger implements AutoCloseable {
       // It runs there: counting it is what keeps the card from being promised twice, whether or not the
       // card would take it now (cordoned, unhealthy, or over-committed by an older scheduler).
       engine.restore(grant);
+      own(ref, uid);
       overCommitted(grant).ifPresent(card -> LOG.warn("pod {} runs on {} with a grant that leaves card {} over its capacity; counted all the same", ref, node, card));
       firstSeen.putIfAbsent(ref, now);
       return;
@@ -459,7 +607,22 @@ public final class ClusterLedger implements AutoCloseable {
       ignore(pod, ref, node, allocated, "it does not fit what is left: " + fits.message());
       return;
     }
+    own(ref, uid);
     firstSeen.putIfAbsent(ref, now);
+  }
+
+  /** Records that the grant counted for {@code ref} is the pod {@code uid}'s (keeping whether the filter claimed it). */
+  private void own(PodRef ref, @Nullable String uid) {
+    owners.compute(ref, (k, o) -> o != null && o.filtered() && Objects.equals(o.uid(), uid) ? o : new Owner(uid, false));
+  }
+
+  /** Why the pod's spec holds no grant: it asks for no device, or its request is unreadable; null when it asks. */
+  private @Nullable String askedForNoDevices(Pod pod) {
+    try {
+      return requests.asksForDevices(pod) ? null : "the pod asks for no " + schema.countResource();
+    } catch (PodRequestException e) {
+      return "the pod's request is unreadable: " + e.getMessage();
+    }
   }
 
   /** A card of the grant whose counted usage now exceeds its capacity, if any. */
@@ -513,6 +676,7 @@ public final class ClusterLedger implements AutoCloseable {
   }
 
   private void forgetPod(PodRef ref) {
+    owners.remove(ref);
     reaped.remove(ref);
     firstSeen.remove(ref);
     ignored.remove(ref);
@@ -557,14 +721,29 @@ public final class ClusterLedger implements AutoCloseable {
     synchronized (podLock) {
       SharedIndexInformer<Pod> informer = pods;
       Pod pod = informer == null ? null : informer.getIndexer().getByKey(namespace + "/" + name);
-      if (pod == null) {
-        PodRef ref = new PodRef(namespace, name);
-        engine.release(ref);
-        forgetPod(ref);
-      } else {
+      // Gone from the cache: its deletion event settles it (podDeleted), by its UID.
+      if (pod != null) {
         trackPod(pod, adopt);
       }
     }
+  }
+
+  /**
+   * A pod was deleted: the grant of its name is given back only if it is this pod's (by UID), and a
+   * newer pod of the name already in the cache is looked at afresh.
+   */
+  private void podDeleted(String namespace, String name, @Nullable String uid) {
+    synchronized (podLock) {
+      PodRef ref = new PodRef(namespace, name);
+      Owner owner = owners.get(ref);
+      if (owner == null || owner.is(uid)) {
+        engine.release(ref);
+        forgetPod(ref);
+      } else {
+        LOG.debug("pod {} (uid {}) deleted: the grant of its name is pod uid {}'s, and stays", ref, uid, owner.uid());
+      }
+    }
+    reconcilePod(namespace, name);
   }
 
   // --- Quotas

@@ -2,6 +2,7 @@ package io.vgpu.k8s.scheduler;
 
 import io.fabric8.kubernetes.api.model.Binding;
 import io.fabric8.kubernetes.api.model.BindingBuilder;
+import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.NodeList;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -23,6 +24,7 @@ import io.vgpu.k8s.codec.DeviceListCodec;
 import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.codec.NodeRegisterCodec;
 import io.vgpu.k8s.codec.ReasonCodec;
+import io.vgpu.k8s.grant.GrantSignature;
 import io.vgpu.k8s.pod.PodJson;
 import io.vgpu.k8s.pod.PodRefs;
 import io.vgpu.k8s.pod.PodRequestException;
@@ -45,6 +47,7 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
 import java.util.function.Supplier;
 import java.util.stream.Collectors;
@@ -77,6 +80,8 @@ import tools.jackson.databind.node.ObjectNode;
 public final class Extender {
   private static final Logger LOG = LoggerFactory.getLogger(Extender.class);
   private static final int RESERVE_ATTEMPTS = 3;
+  /** What a bind keeps of its time for its writes (the mark and the Binding) after waiting for a lock. */
+  private static final Duration WRITE_ALLOWANCE = Duration.ofSeconds(1);
   /** How long a bind waiting for a node's lock goes without looking again (for an expired lock or a holder gone). */
   private static final Duration LOCK_LOOK_AGAIN = Duration.ofSeconds(1);
   /** Nodes an event message names at most; the API server keeps 1024 characters of a message anyway. */
@@ -97,6 +102,7 @@ public final class Extender {
   private final Duration lockRetryTimeout;
   private final Executor binds;
   private final boolean placeCpuOnlyPods;
+  private final @Nullable GrantSignature signer;
   private final NodeLockWaiters lockWaiters = new NodeLockWaiters();
   /** The candidate list of the last filter call, resolved. */
   private volatile @Nullable CandidateNodes lastCandidates;
@@ -106,10 +112,12 @@ public final class Extender {
    *
    * @param engines builds a throw-away engine with the same configuration, for dry runs
    * @param syncWait how long a filter waits for the ledger's first sync before answering with an error
-   * @param lockRetryTimeout how long a bind waits for a contended node lock
+   * @param lockRetryTimeout how long a whole bind may take, its wait for a contended node lock and its writes
    * @param binds where binds continue once a node's lock is theirs
    * @param placeCpuOnlyPods whether pods without devices are placed by the policy too, instead of
    *     passing through
+   * @param signer signs each grant the filter writes ({@link GrantSignature#ANNOTATION}); null writes
+   *     none
    */
   public Extender(
       KubernetesClient client,
@@ -125,7 +133,8 @@ public final class Extender {
       Duration syncWait,
       Duration lockRetryTimeout,
       Executor binds,
-      boolean placeCpuOnlyPods) {
+      boolean placeCpuOnlyPods,
+      @Nullable GrantSignature signer) {
     this.client = client;
     this.writes = new ApiWrites(client);
     this.engine = engine;
@@ -141,6 +150,7 @@ public final class Extender {
     this.lockRetryTimeout = lockRetryTimeout;
     this.binds = binds;
     this.placeCpuOnlyPods = placeCpuOnlyPods;
+    this.signer = signer;
     ledger.onNodeLockReleased(lockWaiters::released);
   }
 
@@ -193,7 +203,13 @@ public final class Extender {
       return placeWithoutDevices(request, compiled, resolved);
     }
     PodRef ref = request.pod();
-    // A pod filtered again (a failed or retried bind) gives back what it held first, as in HAMi.
+    String uid = pod.getMetadata().getUid() == null ? "" : pod.getMetadata().getUid();
+    if (signer != null && uid.isEmpty()) {
+      return ExtenderFilterResult.error("pod " + ref + " has no metadata.uid: its grant cannot be signed");
+    }
+    // A pod filtered again (a failed or retried bind) gives back what it held first, as in HAMi; so does
+    // the name's previous pod, which kube-scheduler could not be asking about were it not gone.
+    ledger.filtering(ref, uid.isEmpty() ? null : uid);
     engine.release(ref);
     for (int attempt = 0; attempt < RESERVE_ATTEMPTS; attempt++) {
       FilterResult result = engine.filterResolved(compiled, resolved, true);
@@ -211,9 +227,8 @@ public final class Extender {
       if (!reserved.reserved()) {
         return ExtenderFilterResult.error(reserved.message());
       }
-      ledger.reservedByFilter(ref);
       try {
-        annotate(pod, placement.grant());
+        annotate(placement.grant(), uid);
       } catch (KubernetesClientException e) {
         engine.release(ref);
         events.warning(pod, "FilteringFailed", "writing the scheduling decision failed: " + e.getMessage());
@@ -265,24 +280,35 @@ public final class Extender {
     return true;
   }
 
-  /** The decision HAMi writes into the pod during filter. */
-  static Map<String, String> annotations(PodGrant grant, String assignedTime) {
+  /**
+   * The decision HAMi writes into the pod during filter, and beside it the scheduler's signature of
+   * the grant when {@code signature} is given.
+   */
+  static Map<String, String> annotations(PodGrant grant, String assignedTime, @Nullable GrantSignature signature, String podUid) {
     String devices = DeviceListCodec.encode(grant);
     Map<String, String> out = new LinkedHashMap<>();
     out.put(HamiAnnotations.ASSIGNED_NODE, grant.node());
     out.put(HamiAnnotations.ASSIGNED_TIME, assignedTime);
     out.put(HamiAnnotations.DEVICES_TO_ALLOCATE, devices);
     out.put(HamiAnnotations.DEVICES_ALLOCATED, devices);
+    if (signature != null) {
+      out.put(GrantSignature.ANNOTATION, signature.sign(podUid, grant.node(), devices));
+    }
     return out;
   }
 
-  private void annotate(Pod pod, PodGrant grant) {
+  /** The merge patch that writes the decision: the annotations and the node label, in one write. */
+  static String decisionPatch(PodGrant grant, String assignedTime, @Nullable GrantSignature signature, String podUid) {
     ObjectNode patch = PodJson.mapper().createObjectNode();
     ObjectNode metadata = patch.putObject("metadata");
     ObjectNode annotations = metadata.putObject("annotations");
-    annotations(grant, Long.toString(clock.instant().getEpochSecond())).forEach(annotations::put);
+    annotations(grant, assignedTime, signature, podUid).forEach(annotations::put);
     metadata.putObject("labels").put(HamiAnnotations.ASSIGNED_NODE, grant.node());
-    writes.patchPod(grant.pod().namespace(), grant.pod().name(), patch.toString());
+    return patch.toString();
+  }
+
+  private void annotate(PodGrant grant, String podUid) {
+    writes.patchPod(grant.pod().namespace(), grant.pod().name(), decisionPatch(grant, Long.toString(clock.instant().getEpochSecond()), signer, podUid));
   }
 
   private static Map<String, String> failedNodes(List<NodeRejection> rejections) {
@@ -344,7 +370,7 @@ public final class Extender {
     explanation.nearest().ifPresent(fix -> message.append(". Nearest fit: node ").append(fix.node()).append(": ").append(fix.change()));
     events.warning(pod, "FilteringFailed", message.toString());
     String dominant = weight.entrySet().stream().max(Map.Entry.comparingByValue()).map(Map.Entry::getKey).orElse("NoNodes");
-    metrics.unschedulable(ref, dominant);
+    metrics.unschedulable(ref, pod.getMetadata().getUid(), dominant);
   }
 
   /** The nodes sorted, at most {@link #MESSAGE_NODES} of them named. */
@@ -407,21 +433,42 @@ public final class Extender {
   // Bind
 
   /**
-   * Answers one bind call. The answer waits, without holding a thread, while the node's lock is held by
-   * another pod whose handshake is under way, up to the lock retry timeout.
+   * Answers one bind call whose caller stays until it is answered. See {@link #bind(ExtenderBindingArgs,
+   * CompletionStage)}.
    */
   public CompletableFuture<ExtenderBindingResult> bind(ExtenderBindingArgs args) {
+    return bind(args, new CompletableFuture<>());
+  }
+
+  /**
+   * Answers one bind call. The answer waits, without holding a thread, while the node's lock is held by
+   * another pod whose handshake is under way; the whole bind, the wait and the writes, ends within the
+   * lock retry timeout, and at once when {@code abandoned} completes (kube-scheduler gave up on the
+   * request): a bind nobody waits for must not take the lock or post a Binding behind kube-scheduler's
+   * back. Every refusal is a {@code BindingFailed} Event on the pod and one log line.
+   *
+   * @param abandoned completes when kube-scheduler's request is gone
+   */
+  public CompletableFuture<ExtenderBindingResult> bind(ExtenderBindingArgs args, CompletionStage<?> abandoned) {
     long start = System.nanoTime();
+    // The wait leaves the writes a moment of the timeout: the whole bind ends within it.
+    long waitUntil = start + lockRetryTimeout.toNanos() - Math.min(WRITE_ALLOWANCE.toNanos(), lockRetryTimeout.toNanos() / 4);
     CompletableFuture<ExtenderBindingResult> result;
     try {
-      result = doBind(args);
+      result = doBind(args, waitUntil, abandoned.toCompletableFuture());
     } catch (RuntimeException e) {
       result = CompletableFuture.failedFuture(e);
     }
-    return result.whenComplete((r, e) -> metrics.bound(System.nanoTime() - start, e == null && r.error().isEmpty()));
+    return result.whenComplete((r, e) -> {
+      boolean ok = e == null && r.error().isEmpty();
+      if (e == null && !ok) {
+        LOG.info("bind of pod {}/{} to node {} refused: {}", args.podNamespace(), args.podName(), args.node(), r.error());
+      }
+      metrics.bound(System.nanoTime() - start, ok);
+    });
   }
 
-  private CompletableFuture<ExtenderBindingResult> doBind(ExtenderBindingArgs args) {
+  private CompletableFuture<ExtenderBindingResult> doBind(ExtenderBindingArgs args, long deadline, CompletableFuture<?> abandoned) {
     if (args.podName() == null || args.podNamespace() == null || args.node() == null) {
       return done("bind args need PodName, PodNamespace and Node");
     }
@@ -440,42 +487,137 @@ public final class Extender {
       engine.release(ref);
       return done("pod " + ref + " not found");
     }
+    String podUid = pod.getMetadata().getUid();
+    String uid = args.podUid() == null || args.podUid().isEmpty() ? podUid : args.podUid();
+    if (podUid != null && !podUid.equals(uid)) {
+      return refused(pod, "pod " + ref + " is now the pod with UID " + podUid + ", not the one kube-scheduler binds (" + uid + ")");
+    }
     if (ledger.node(nodeName).isEmpty() && client.nodes().withName(nodeName).get() == null) {
       engine.release(ref);
-      events.warning(pod, "BindingFailed", "node " + nodeName + " not found");
-      return done("node " + nodeName + " not found");
+      return refused(pod, "node " + nodeName + " not found");
+    }
+    // Decided by the spec, which the pod's owner cannot change, never by annotations, which it can: a
+    // pod without devices binds without the node's lock whatever it carries.
+    if (!asksForDevices(pod)) {
+      return CompletableFuture.completedFuture(post(pod, ref, nodeName, uid, false));
     }
     String held = Optional.ofNullable(PodRefs.annotations(pod).get(HamiAnnotations.ASSIGNED_NODE)).orElse("");
-    if (!held.isEmpty() && !held.equals(nodeName)) {
-      events.warning(pod, "BindingFailed", "pod was filtered to node " + held + ", not " + nodeName);
-      return done("pod " + ref + " was filtered to node " + held + ", not " + nodeName);
-    }
     if (held.isEmpty()) {
-      if (asksForDevices(pod)) {
-        // Bound without a grant, it would reach kubelet with no cards assigned: refuse, and kube-scheduler filters it again.
-        String error = "pod " + ref + " asks for GPUs but holds no decision of this scheduler's filter (" + HamiAnnotations.ASSIGNED_NODE + ")";
-        events.warning(pod, "BindingFailed", error);
-        return done(error);
-      }
-      return CompletableFuture.completedFuture(post(pod, ref, nodeName, args.podUid(), false));
+      // Bound without a grant, it would reach kubelet with no cards assigned: refuse, and kube-scheduler filters it again.
+      return refused(pod, "pod " + ref + " asks for GPUs but holds no decision of this scheduler's filter (" + HamiAnnotations.ASSIGNED_NODE + ")");
     }
-    long deadline = System.nanoTime() + lockRetryTimeout.toNanos();
-    return lock(ref, nodeName, deadline, null)
-        .thenApplyAsync(locked -> post(pod, ref, nodeName, args.podUid(), true), binds)
+    if (!held.equals(nodeName)) {
+      return refused(pod, "pod " + ref + " was filtered to node " + held + ", not " + nodeName);
+    }
+    String problem;
+    try {
+      problem = holdReservation(pod, ref, uid, nodeName);
+    } catch (KubernetesClientException e) {
+      problem = "pod " + ref + ": " + e.getMessage();
+    } catch (RuntimeException e) {
+      ledger.bindEnded(ref);
+      throw e;
+    }
+    if (problem != null) {
+      ledger.bindEnded(ref);
+      return refused(pod, problem);
+    }
+    return lock(ref, nodeName, deadline, null, abandoned)
+        .thenApplyAsync(locked -> {
+          // The wait is over, but nobody may be waiting for the answer any more.
+          if (abandoned.isDone()) {
+            locks.release(nodeName, ref, false);
+            throw new CompletionException(new BindAbandonedException());
+          }
+          return post(pod, ref, nodeName, uid, true);
+        }, binds)
         .exceptionally(e -> {
           Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
-          if (!(cause instanceof NodeLock.ContentionException) && !(cause instanceof KubernetesClientException)) {
+          if (!(cause instanceof NodeLock.ContentionException) && !(cause instanceof KubernetesClientException) && !(cause instanceof BindAbandonedException)) {
             throw e instanceof CompletionException c ? c : new CompletionException(cause);
           }
           events.warning(pod, "BindingFailed", cause.getMessage());
           return new ExtenderBindingResult(cause.getMessage());
-        });
+        })
+        .whenComplete((r, e) -> ledger.bindEnded(ref));
+  }
+
+  /** kube-scheduler's request for the bind is gone: it gave up waiting and will filter the pod again. */
+  static final class BindAbandonedException extends Exception {
+    private static final long serialVersionUID = 1L;
+
+    BindAbandonedException() {
+      super("kube-scheduler gave up on the bind request while it waited for the node's lock: not bound, the pod is filtered again");
+    }
+  }
+
+  /**
+   * Checks that the engine still holds the reservation the pod's annotations name (the reaper may
+   * have given it back, or the scheduler restarted while the bind was on its way) and pins it for the
+   * bind; one given back is reserved again if it still fits. Returns why the bind must be refused, or
+   * null.
+   */
+  private @Nullable String holdReservation(Pod pod, PodRef ref, @Nullable String uid, String nodeName) {
+    String allocated = PodRefs.annotations(pod).get(HamiAnnotations.DEVICES_ALLOCATED);
+    if (allocated == null || LeanStore.dropped(allocated)) {
+      return "pod " + ref + " holds no readable " + HamiAnnotations.DEVICES_ALLOCATED;
+    }
+    PodGrant annotated;
+    try {
+      annotated = DeviceListCodec.decodeGrant(ref, nodeName, allocated, names(pod.getSpec().getInitContainers()), names(pod.getSpec().getContainers()));
+    } catch (IllegalArgumentException e) {
+      return "pod " + ref + ": " + HamiAnnotations.DEVICES_ALLOCATED + " is unreadable: " + e.getMessage();
+    }
+    ClusterLedger.BindHold hold = ledger.holdForBind(ref, uid, annotated);
+    if (hold == ClusterLedger.BindHold.HELD) {
+      return null;
+    }
+    if (hold == ClusterLedger.BindHold.DIFFERENT) {
+      return "pod " + ref + ": its " + HamiAnnotations.DEVICES_ALLOCATED + " is not the reservation this scheduler holds for it";
+    }
+    if (signer != null && !signedAsAnnotated(ref, uid, nodeName, allocated)) {
+      return "pod " + ref + ": its reservation was given back, and its grant is not the one this scheduler signed";
+    }
+    ReserveResult again = ledger.reserveForBind(ref, uid, annotated);
+    if (!again.reserved()) {
+      return "pod " + ref + ": its reservation on node " + nodeName + " was given back and no longer fits: " + again.message();
+    }
+    LOG.info("pod {}: its reservation on node {} was given back before the bind; reserved again", ref, nodeName);
+    return null;
+  }
+
+  /** Whether the pod as the API server has it now carries this grant with the scheduler's signature. */
+  private boolean signedAsAnnotated(PodRef ref, @Nullable String uid, String nodeName, String allocated) {
+    GrantSignature signature = signer;
+    if (signature == null || uid == null) {
+      return signature == null;
+    }
+    Pod fresh = client.pods().inNamespace(ref.namespace()).withName(ref.name()).get();
+    if (fresh == null) {
+      return false;
+    }
+    Map<String, String> annotations = PodRefs.annotations(fresh);
+    String signed = annotations.get(GrantSignature.ANNOTATION);
+    return allocated.equals(annotations.get(HamiAnnotations.DEVICES_ALLOCATED))
+        && nodeName.equals(annotations.get(HamiAnnotations.ASSIGNED_NODE))
+        && signed != null
+        && signature.verifies(uid, nodeName, allocated, signed);
+  }
+
+  private static List<String> names(@Nullable List<Container> containers) {
+    return containers == null ? List.of() : containers.stream().map(c -> c.getName() == null ? "" : c.getName()).toList();
+  }
+
+  /** A refusal: a {@code BindingFailed} Event on the pod and the error kube-scheduler gets. */
+  private CompletableFuture<ExtenderBindingResult> refused(Pod pod, String error) {
+    events.warning(pod, "BindingFailed", error);
+    return done(error);
   }
 
   /** Whether the pod asks for devices; one whose request cannot be read counts as asking (fail closed). */
   private boolean asksForDevices(Pod pod) {
     try {
-      return requests.parse(pod).wantsDevices();
+      return requests.asksForDevices(pod);
     } catch (PodRequestException e) {
       return true;
     }
@@ -501,10 +643,17 @@ public final class Extender {
   /**
    * Takes the node's lock for the pod, waiting in line while another pod holds it: the first in line
    * gets its turn when the informer sees the lock released, and looks again every second on its own
-   * (an expired lock, a holder deleted), until {@code deadline}. A bind that finds others waiting joins
-   * the line without trying, so binds to one node keep the order kube-scheduler sent them in.
+   * (an expired lock, a holder deleted or finished), until {@code deadline} or until kube-scheduler's
+   * request is gone. A bind that finds others waiting joins the line without trying, so binds to one
+   * node keep the order kube-scheduler sent them in.
    */
-  private CompletableFuture<Void> lock(PodRef ref, String nodeName, long deadline, NodeLockWaiters.@Nullable Waiter waiter) {
+  private CompletableFuture<Void> lock(PodRef ref, String nodeName, long deadline, NodeLockWaiters.@Nullable Waiter waiter, CompletableFuture<?> abandoned) {
+    if (abandoned.isDone()) {
+      if (waiter != null) {
+        lockWaiters.leave(waiter, false);
+      }
+      return CompletableFuture.failedFuture(new BindAbandonedException());
+    }
     long seen = lockWaiters.releases(nodeName);
     boolean mayTry = waiter == null ? !lockWaiters.anyWaiting(nodeName) : lockWaiters.first(waiter);
     NodeLock.ContentionException contention;
@@ -535,8 +684,8 @@ public final class Extender {
     }
     NodeLockWaiters.Waiter inLine = waiter != null ? waiter : lockWaiters.join(nodeName);
     LOG.debug("pod {} waits for the lock of node {}", ref, nodeName);
-    return lockWaiters.await(inLine, seen, Duration.ofNanos(Math.min(remaining, LOCK_LOOK_AGAIN.toNanos())))
-        .thenComposeAsync(turn -> lock(ref, nodeName, deadline, inLine), binds);
+    CompletableFuture<Void> turn = lockWaiters.await(inLine, seen, Duration.ofNanos(Math.min(remaining, LOCK_LOOK_AGAIN.toNanos())));
+    return CompletableFuture.anyOf(turn, abandoned).thenComposeAsync(next -> lock(ref, nodeName, deadline, inLine, abandoned), binds);
   }
 
   /** Marks the pod {@code allocating} (with devices, under the node's lock) and posts the Binding. */

@@ -16,49 +16,89 @@ import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.api.model.ResourceRequirements;
 import io.fabric8.kubernetes.client.informers.cache.Cache;
 import io.fabric8.kubernetes.client.informers.cache.ItemStore;
+import io.vgpu.api.ResourceSchema;
+import io.vgpu.k8s.codec.HamiAnnotations;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.function.UnaryOperator;
+import java.util.function.BiFunction;
 import java.util.stream.Stream;
 import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * An informer's store that keeps of each object only what the scheduler reads. A pod as the API server
  * serves it is 5 KB or more of JSON (managed fields, volumes, environment, status), and the informer
- * would hold all of it for every pod in the cluster, while the ledger reads a pod's name, its {@code
- * hami.io/} annotations, its node, its containers' names and its phase. Handlers still receive the
+ * would hold all of it for every pod in the cluster, while the ledger reads a pod's name, its grant
+ * annotations, its node, its containers' names and resources and its phase. Handlers still receive the
  * object as it arrived; what the store keeps, and so what {@code getByKey} and {@code list} return, is
  * the lean copy.
  *
- * <p>Only annotations under {@code hami.io/} are kept on pods: a pod's other annotations are written by
- * its owner and may be large, and the scheduler reads none of them. Nodes keep all their annotations
- * and labels (node agents and administrators write them, and they are few).
+ * <p>Pods keep only the annotations the scheduler reads ({@link #KEPT_POD_ANNOTATIONS}), each up to
+ * a length no value the scheduler wrote reaches: a pod's annotations are its owner's to write, up to
+ * 256 KiB a pod. A longer value is replaced by {@link #DROPPED} with one WARN, and readers treat it as
+ * unreadable. Nodes keep all their annotations and labels (node agents and administrators write them,
+ * and they are few).
  *
  * @param <T> the kind of object
  */
 final class LeanStore<T extends HasMetadata> implements ItemStore<T> {
-  private static final String HAMI_PREFIX = "hami.io/";
+  private static final Logger LOG = LoggerFactory.getLogger(LeanStore.class);
   private static final String CPU = "cpu";
 
-  private final Map<String, T> items = new ConcurrentHashMap<>();
-  private final UnaryOperator<T> lean;
+  /** What a kept annotation longer than its bound is replaced with: a value no reader accepts. */
+  static final String DROPPED = "<dropped: over the length the scheduler keeps>";
 
-  private LeanStore(UnaryOperator<T> lean) {
+  /** The longest device list kept: 512 entries of 64 characters (a card's UUID, vendor, MiB and cores). */
+  static final int MAX_DEVICE_LIST = 512 * 64;
+
+  /**
+   * The pod annotations the scheduler reads from its cache, with the longest value kept of each: a
+   * node name (a DNS subdomain), unix seconds, a device list.
+   */
+  static final Map<String, Integer> KEPT_POD_ANNOTATIONS =
+      Map.of(HamiAnnotations.ASSIGNED_NODE, 253, HamiAnnotations.ASSIGNED_TIME, 20, HamiAnnotations.DEVICES_ALLOCATED, MAX_DEVICE_LIST);
+
+  private final Map<String, T> items = new ConcurrentHashMap<>();
+  private final BiFunction<String, T, T> lean;
+  private final @Nullable Set<String> warned;
+
+  private LeanStore(BiFunction<String, T, T> lean, @Nullable Set<String> warned) {
     this.lean = lean;
+    this.warned = warned;
   }
 
-  /** A store of lean pods. */
-  static LeanStore<Pod> pods() {
-    return new LeanStore<>(LeanStore::lean);
+  /**
+   * A store of lean pods, which keep of their containers' resources the CPU and the vendor's device
+   * resources of {@code schema}.
+   */
+  static LeanStore<Pod> pods(ResourceSchema schema) {
+    Set<String> resources = new HashSet<>(List.of(CPU, schema.countResource(), schema.memoryResource(), schema.memoryPercentageResource(), schema.coresResource()));
+    resources.remove("");
+    Set<String> warned = ConcurrentHashMap.newKeySet();
+    return new LeanStore<>((key, pod) -> lean(pod, resources, (annotation, length) -> {
+      // One WARN per pod and annotation, however often the pod is updated (forgotten with the pod).
+      if (warned.add(key + "|" + annotation)) {
+        LOG.warn("pod {}: annotation {} is {} characters, over the {} the scheduler keeps: treated as unreadable", key, annotation, length,
+            KEPT_POD_ANNOTATIONS.get(annotation));
+      }
+    }), warned);
   }
 
   /** A store of lean nodes. */
   static LeanStore<Node> nodes() {
-    return new LeanStore<>(LeanStore::lean);
+    return new LeanStore<>((key, node) -> lean(node), null);
+  }
+
+  /** Whether a kept annotation's value was dropped for its length. */
+  static boolean dropped(@Nullable String value) {
+    return DROPPED.equals(value);
   }
 
   @Override
@@ -68,11 +108,14 @@ final class LeanStore<T extends HasMetadata> implements ItemStore<T> {
 
   @Override
   public @Nullable T put(String key, T item) {
-    return items.put(key, lean.apply(item));
+    return items.put(key, lean.apply(key, item));
   }
 
   @Override
   public @Nullable T remove(String key) {
+    if (warned != null) {
+      warned.removeIf(w -> w.startsWith(key + "|"));
+    }
     return items.remove(key);
   }
 
@@ -96,24 +139,30 @@ final class LeanStore<T extends HasMetadata> implements ItemStore<T> {
     return items.get(key);
   }
 
+  /** Told of each kept annotation dropped for its length: the annotation and the value's length. */
+  @FunctionalInterface
+  interface Oversize {
+    void dropped(String annotation, int length);
+  }
+
   /**
    * A pod with what the ledger, the extender and the CPU feed read: name, namespace, UID, resource
-   * version, deletion time and {@code hami.io/} annotations; node, its containers and init containers
-   * with their names, CPU requests and limits and restart policies, and its CPU overhead; phase, and
-   * its init containers' termination codes.
+   * version, deletion time and the {@linkplain #KEPT_POD_ANNOTATIONS kept annotations}; node, its
+   * containers and init containers with their names, the {@code resources} requested and limited,
+   * and restart policies, and its CPU overhead; phase, and its init containers' termination codes.
    */
-  static Pod lean(Pod pod) {
+  static Pod lean(Pod pod, Set<String> resources, Oversize oversize) {
     Pod out = new Pod();
     out.setApiVersion(pod.getApiVersion());
     out.setKind(pod.getKind());
-    out.setMetadata(meta(pod.getMetadata(), true));
+    out.setMetadata(meta(pod.getMetadata(), oversize));
     PodSpec spec = pod.getSpec();
     if (spec != null) {
       PodSpec s = new PodSpec();
       s.setNodeName(spec.getNodeName());
-      s.setContainers(containers(spec.getContainers()));
-      s.setInitContainers(containers(spec.getInitContainers()));
-      s.setOverhead(cpuOnly(spec.getOverhead()));
+      s.setContainers(containers(spec.getContainers(), resources));
+      s.setInitContainers(containers(spec.getInitContainers(), resources));
+      s.setOverhead(only(spec.getOverhead(), Set.of(CPU)));
       out.setSpec(s);
     }
     PodStatus status = pod.getStatus();
@@ -218,7 +267,7 @@ final class LeanStore<T extends HasMetadata> implements ItemStore<T> {
     Node out = new Node();
     out.setApiVersion(node.getApiVersion());
     out.setKind(node.getKind());
-    out.setMetadata(meta(node.getMetadata(), false));
+    out.setMetadata(meta(node.getMetadata(), null));
     if (node.getSpec() != null && node.getSpec().getUnschedulable() != null) {
       NodeSpec spec = new NodeSpec();
       spec.setUnschedulable(node.getSpec().getUnschedulable());
@@ -232,7 +281,8 @@ final class LeanStore<T extends HasMetadata> implements ItemStore<T> {
     return out;
   }
 
-  private static @Nullable ObjectMeta meta(@Nullable ObjectMeta meta, boolean onlyHamiAnnotations) {
+  /** The metadata kept: a pod's kept annotations ({@code oversize} given), or a node's every annotation and label. */
+  private static @Nullable ObjectMeta meta(@Nullable ObjectMeta meta, @Nullable Oversize oversize) {
     if (meta == null) {
       return null;
     }
@@ -245,21 +295,29 @@ final class LeanStore<T extends HasMetadata> implements ItemStore<T> {
     Map<String, String> annotations = meta.getAnnotations();
     if (annotations != null && !annotations.isEmpty()) {
       Map<String, String> kept = new LinkedHashMap<>();
-      annotations.forEach((k, v) -> {
-        if (!onlyHamiAnnotations || k.startsWith(HAMI_PREFIX)) {
-          kept.put(k, v);
-        }
-      });
+      if (oversize == null) {
+        kept.putAll(annotations);
+      } else {
+        KEPT_POD_ANNOTATIONS.forEach((key, max) -> {
+          String value = annotations.get(key);
+          if (value != null && value.length() > max) {
+            oversize.dropped(key, value.length());
+            kept.put(key, DROPPED);
+          } else if (value != null) {
+            kept.put(key, value);
+          }
+        });
+      }
       out.setAnnotations(kept);
     }
-    if (!onlyHamiAnnotations && meta.getLabels() != null) {
+    if (oversize == null && meta.getLabels() != null) {
       out.setLabels(new LinkedHashMap<>(meta.getLabels()));
     }
     return out;
   }
 
-  /** Each container's name, restart policy and CPU request and limit (what {@code PodCpu} counts). */
-  private static @Nullable List<Container> containers(@Nullable List<Container> containers) {
+  /** Each container's name, restart policy and {@code resources} requested and limited ({@code PodCpu} counts the CPU). */
+  private static @Nullable List<Container> containers(@Nullable List<Container> containers, Set<String> resources) {
     if (containers == null) {
       return null;
     }
@@ -268,10 +326,10 @@ final class LeanStore<T extends HasMetadata> implements ItemStore<T> {
       Container lean = new Container();
       lean.setName(c.getName());
       lean.setRestartPolicy(c.getRestartPolicy());
-      ResourceRequirements resources = c.getResources();
-      if (resources != null) {
-        Map<String, Quantity> requests = cpuOnly(resources.getRequests());
-        Map<String, Quantity> limits = cpuOnly(resources.getLimits());
+      ResourceRequirements given = c.getResources();
+      if (given != null) {
+        Map<String, Quantity> requests = only(given.getRequests(), resources);
+        Map<String, Quantity> limits = only(given.getLimits(), resources);
         if (requests != null || limits != null) {
           ResourceRequirements r = new ResourceRequirements();
           r.setRequests(requests);
@@ -284,9 +342,19 @@ final class LeanStore<T extends HasMetadata> implements ItemStore<T> {
     return out;
   }
 
-  private static @Nullable Map<String, Quantity> cpuOnly(@Nullable Map<String, Quantity> resources) {
-    Quantity cpu = resources == null ? null : resources.get(CPU);
-    return cpu == null ? null : Map.of(CPU, cpu);
+  private static @Nullable Map<String, Quantity> only(@Nullable Map<String, Quantity> given, Set<String> names) {
+    if (given == null) {
+      return null;
+    }
+    Map<String, Quantity> kept = null;
+    for (Map.Entry<String, Quantity> e : given.entrySet()) {
+      if (names.contains(e.getKey())) {
+        if (kept == null) {
+          kept = new LinkedHashMap<>(4);
+        }
+        kept.put(e.getKey(), e.getValue());
+      }
+    }
+    return kept;
   }
-
 }

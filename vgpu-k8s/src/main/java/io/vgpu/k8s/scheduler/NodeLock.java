@@ -2,6 +2,7 @@ package io.vgpu.k8s.scheduler;
 
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.NodeBuilder;
+import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.vgpu.api.PodRef;
@@ -14,7 +15,7 @@ import java.time.Instant;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
-import java.util.function.Predicate;
+import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -27,8 +28,9 @@ import tools.jackson.databind.node.ObjectNode;
  * kubelet is starting.
  *
  * <p>Every write is conditional on the node's {@code resourceVersion}, which the API server
- * enforces: two schedulers racing for one node cannot both win. A lock older than
- * the timeout, or held by a pod that no longer exists, is taken over.
+ * enforces: two schedulers racing for one node cannot both win. A lock older than the timeout, or held
+ * by a pod that no longer holds it — gone, finished ({@code Succeeded} or {@code Failed}) or being
+ * deleted — is taken over: such a pod's containers will not be allocated.
  */
 public final class NodeLock {
   /** The node annotation holding the lock. */
@@ -40,19 +42,18 @@ public final class NodeLock {
   private final ApiWrites writes;
   private final Duration timeout;
   private final Clock clock;
-  private final Predicate<PodRef> cachedPod;
+  private final Function<PodRef, Optional<Pod>> cachedPod;
 
   /** A lock manager; HAMi's default timeout is 5 minutes. */
   public NodeLock(KubernetesClient client, Duration timeout, Clock clock) {
-    this(client, timeout, clock, pod -> false);
+    this(client, timeout, clock, pod -> Optional.empty());
   }
 
   /**
-   * A lock manager that asks the API server whether a lock holder still exists only when {@code
-   * cachedPod} (an informer's cache) does not already hold it: a pod in the cache exists, while one
-   * missing from it may merely be newer than the cache.
+   * A lock manager that asks the API server about a lock holder only when {@code cachedPod} (an
+   * informer's cache) does not hold it: a pod missing from the cache may merely be newer than it.
    */
-  public NodeLock(KubernetesClient client, Duration timeout, Clock clock, Predicate<PodRef> cachedPod) {
+  public NodeLock(KubernetesClient client, Duration timeout, Clock clock, Function<PodRef, Optional<Pod>> cachedPod) {
     this.client = client;
     this.writes = new ApiWrites(client);
     this.timeout = timeout;
@@ -104,11 +105,11 @@ public final class NodeLock {
           return;
         }
         boolean expired = holder.time().plus(timeout).isBefore(clock.instant());
-        boolean ownerGone = holder.hasOwner() && !exists(new PodRef(holder.namespace(), holder.pod()));
+        boolean ownerGone = holder.hasOwner() && !holds(new PodRef(holder.namespace(), holder.pod()));
         if (!expired && !ownerGone) {
           throw contention(nodeName);
         }
-        LOG.info("taking over {} lock of node {} ({})", current, nodeName, expired ? "expired" : "owner gone");
+        LOG.info("taking over {} lock of node {} ({})", current, nodeName, expired ? "expired" : "its pod is gone, finished or being deleted");
       }
       if (conditionalWrite(node, NodeLockCodec.encode(clock.instant(), pod.namespace(), pod.name()))) {
         return;
@@ -130,8 +131,18 @@ public final class NodeLock {
     return new ContentionException("node " + nodeName + " has been locked within " + format(timeout) + ": node lock contention");
   }
 
-  private boolean exists(PodRef pod) {
-    return cachedPod.test(pod) || client.pods().inNamespace(pod.namespace()).withName(pod.name()).get() != null;
+  /** Whether the pod still holds a lock: it exists, has not finished and is not being deleted. */
+  private boolean holds(PodRef ref) {
+    Optional<Pod> cached = cachedPod.apply(ref);
+    Pod pod = cached.isPresent() ? cached.get() : client.pods().inNamespace(ref.namespace()).withName(ref.name()).get();
+    return pod != null && live(pod);
+  }
+
+  /** Whether a pod may still be started by kubelet: not finished, and not being deleted. */
+  static boolean live(Pod pod) {
+    String phase = pod.getStatus() == null ? null : pod.getStatus().getPhase();
+    boolean finished = "Succeeded".equals(phase) || "Failed".equals(phase);
+    return !finished && pod.getMetadata().getDeletionTimestamp() == null;
   }
 
   /**

@@ -25,6 +25,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The scheduler's metrics: HAMi's gauges with HAMi's names and labels (so HAMi's dashboards keep
@@ -39,7 +40,10 @@ public final class SchedulerMetrics {
   private final Counter filterFailures;
   private final Gauge unschedulable;
   private final Gauge rebuildSeconds;
-  private final Map<PodRef, String> unschedulableReasons = new ConcurrentHashMap<>();
+  /** Each pod's last filter failure, by the most common reason, with the UID of the pod it was. */
+  private final Map<PodRef, Unschedulable> unschedulablePods = new ConcurrentHashMap<>();
+
+  private record Unschedulable(@Nullable String uid, String reason) {}
 
   /**
    * Registers the metrics.
@@ -74,23 +78,38 @@ public final class SchedulerMetrics {
     bindSeconds.labelValues(ok ? "bound" : "failed").observe(nanos / 1e9);
   }
 
-  /** Records that a pod fits nowhere, for the given most common reason. */
-  public void unschedulable(PodRef pod, String reason) {
+  /**
+   * Records that a pod fits nowhere, for the given most common reason.
+   *
+   * @param uid the pod's UID, null when it has none
+   */
+  public void unschedulable(PodRef pod, @Nullable String uid, String reason) {
     filterFailures.labelValues(reason).inc();
-    unschedulableReasons.put(pod, reason);
+    unschedulablePods.put(pod, new Unschedulable(uid, reason));
     refreshUnschedulable();
   }
 
-  /** Records that a pod is no longer unschedulable (placed or gone). */
+  /** Records that a pod is no longer unschedulable: it was placed. */
   public void schedulable(PodRef pod) {
-    if (unschedulableReasons.remove(pod) != null) {
+    if (unschedulablePods.remove(pod) != null) {
+      refreshUnschedulable();
+    }
+  }
+
+  /**
+   * Records that a pod was deleted: it no longer counts as unschedulable, unless what counts under its
+   * name is a later pod of that name (another UID).
+   */
+  public void deleted(PodRef pod, @Nullable String uid) {
+    Unschedulable last = unschedulablePods.get(pod);
+    if (last != null && (uid == null || last.uid() == null || uid.equals(last.uid())) && unschedulablePods.remove(pod, last)) {
       refreshUnschedulable();
     }
   }
 
   private synchronized void refreshUnschedulable() {
     Map<String, Integer> counts = new LinkedHashMap<>();
-    unschedulableReasons.values().forEach(r -> counts.merge(r, 1, Integer::sum));
+    unschedulablePods.values().forEach(u -> counts.merge(u.reason(), 1, Integer::sum));
     unschedulable.clear();
     counts.forEach((reason, n) -> unschedulable.labelValues(reason).set(n));
   }

@@ -41,6 +41,8 @@ import java.util.Optional;
  * @param placeCpuOnlyPods whether the webhook hands pods that ask for no GPU to this scheduler too and
  *     the extender picks their node by the placement policy ({@code --place-cpu-only-pods}, default
  *     false: kube-scheduler places them, as with HAMi)
+ * @param grantKeySecret the Secret {@code NAMESPACE/NAME} holding the key the scheduler signs each grant
+ *     with ({@code --grant-key-secret}), made at start when missing; empty writes no signature
  */
 public record SchedulerOptions(
     String httpBind,
@@ -65,7 +67,8 @@ public record SchedulerOptions(
     Map<String, String> nodeLabelSelector,
     boolean legacyMetrics,
     Duration syncTimeout,
-    boolean placeCpuOnlyPods) {
+    boolean placeCpuOnlyPods,
+    Optional<String> grantKeySecret) {
 
   /** Validates the fields. */
   public SchedulerOptions {
@@ -82,6 +85,7 @@ public record SchedulerOptions(
     if (webhookClientCaFile.isPresent() && certFile.isEmpty()) {
       throw new IllegalArgumentException("--webhook-client-ca-file needs --cert_file and --key_file: client certificates are checked over TLS");
     }
+    Objects.requireNonNull(grantKeySecret, "grantKeySecret");
     if (leaderElect && (leaseName.isEmpty() || leaseNamespace.isEmpty())) {
       throw new IllegalArgumentException("--leader-elect needs --leader-elect-resource-name and --leader-elect-resource-namespace");
     }
@@ -112,42 +116,43 @@ public record SchedulerOptions(
         Map.of(),
         false,
         Duration.ofMinutes(2),
-        false);
+        false,
+        Optional.empty());
   }
 
   /** Returns a copy with other bind addresses. */
   public SchedulerOptions withBinds(String http, String metrics) {
     return new SchedulerOptions(http, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metrics, schedulerName, overwriteDefaultScheduler, nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile,
         nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName, leaseNamespace, identity, staleReservationTimeout, nodeLabelSelector,
-        legacyMetrics, syncTimeout, placeCpuOnlyPods);
+        legacyMetrics, syncTimeout, placeCpuOnlyPods, grantKeySecret);
   }
 
   /** Returns a copy whose binds wait this long for a contended node lock. */
   public SchedulerOptions withNodeLockRetryTimeout(Duration value) {
     return new SchedulerOptions(httpBind, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName, overwriteDefaultScheduler, nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile,
         nodeLockTimeout, value, leaderElect, leaseName, leaseNamespace, identity, staleReservationTimeout, nodeLabelSelector, legacyMetrics,
-        syncTimeout, placeCpuOnlyPods);
+        syncTimeout, placeCpuOnlyPods, grantKeySecret);
   }
 
   /** Returns a copy with another stale-reservation timeout. */
   public SchedulerOptions withStaleReservationTimeout(Duration value) {
     return new SchedulerOptions(httpBind, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName, overwriteDefaultScheduler, nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile,
         nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName, leaseNamespace, identity, value, nodeLabelSelector, legacyMetrics,
-        syncTimeout, placeCpuOnlyPods);
+        syncTimeout, placeCpuOnlyPods, grantKeySecret);
   }
 
   /** Returns a copy following a Lease. */
   public SchedulerOptions withLeaderElection(String name, String namespace, String hostname) {
     return new SchedulerOptions(httpBind, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName, overwriteDefaultScheduler, nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile,
         nodeLockTimeout, nodeLockRetryTimeout, true, name, namespace, hostname, staleReservationTimeout, nodeLabelSelector, legacyMetrics,
-        syncTimeout, placeCpuOnlyPods);
+        syncTimeout, placeCpuOnlyPods, grantKeySecret);
   }
 
   /** Returns a copy serving TLS from these PEM files. */
   public SchedulerOptions withTls(Path cert, Path key) {
     return new SchedulerOptions(httpBind, Optional.of(cert), Optional.of(key), extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName,
         overwriteDefaultScheduler, nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile, nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName,
-        leaseNamespace, identity, staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, placeCpuOnlyPods);
+        leaseNamespace, identity, staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, placeCpuOnlyPods, grantKeySecret);
   }
 
   /**
@@ -157,13 +162,20 @@ public record SchedulerOptions(
   public SchedulerOptions withExtender(String bind, Optional<Path> clientCa, Optional<Path> webhookClientCa) {
     return new SchedulerOptions(httpBind, certFile, keyFile, bind, clientCa, webhookClientCa, metricsBind, schedulerName, overwriteDefaultScheduler,
         nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile, nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName, leaseNamespace, identity,
-        staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, placeCpuOnlyPods);
+        staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, placeCpuOnlyPods, grantKeySecret);
   }
 
   /** Returns a copy that does, or does not, place pods asking for no GPU. */
   public SchedulerOptions withCpuOnlyPodPlacement(boolean value) {
     return new SchedulerOptions(httpBind, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName, overwriteDefaultScheduler,
         nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile, nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName, leaseNamespace, identity,
-        staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, value);
+        staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, value, grantKeySecret);
+  }
+
+  /** Returns a copy that signs grants with the key in the Secret {@code NAMESPACE/NAME}. */
+  public SchedulerOptions withGrantKeySecret(String value) {
+    return new SchedulerOptions(httpBind, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName, overwriteDefaultScheduler,
+        nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile, nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName, leaseNamespace, identity,
+        staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, placeCpuOnlyPods, Optional.of(value));
   }
 }

@@ -10,6 +10,8 @@ import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.vgpu.core.Engine;
 import io.vgpu.k8s.admission.AdmissionMutator;
 import io.vgpu.k8s.config.DeviceConfig;
+import io.vgpu.k8s.grant.GrantKeySecret;
+import io.vgpu.k8s.grant.GrantSignature;
 import io.vgpu.k8s.pod.PodJson;
 import io.vgpu.k8s.pod.PodRequestParser;
 import io.vgpu.k8s.server.ClientCertificateAuthority;
@@ -45,6 +47,9 @@ import tools.jackson.databind.node.ObjectNode;
  * metrics and the health probes on a third; the ledger following the cluster; and the leader's periodic
  * work — the node handshake pass every 15 seconds and the sweep that gives back reservations of pods
  * filtered but never bound.
+ *
+ * <p>With {@code --grant-key-secret} the key that signs grants is read (or made) before anything is
+ * served, and every grant the filter writes carries the scheduler's signature.
  *
  * <p>{@code /filter} and {@code /bind} act with the scheduler's rights (they patch pods and post
  * Bindings), so with {@code --client-ca-file} they answer only clients presenting a certificate of
@@ -114,6 +119,16 @@ public final class SchedulerServer implements AutoCloseable {
         .nodeSchedulerPolicy(options.nodeSchedulerPolicy().isEmpty() ? config.nodeSchedulerPolicy() : options.nodeSchedulerPolicy())
         .gpuSchedulerPolicy(options.gpuSchedulerPolicy().isEmpty() ? config.gpuSchedulerPolicy() : options.gpuSchedulerPolicy())
         .build();
+    // The key first: a scheduler that would sign grants serves nothing until it can.
+    GrantSignature signer = null;
+    if (options.grantKeySecret().isPresent()) {
+      GrantKeySecret secret = GrantKeySecret.parse(client, "--grant-key-secret", options.grantKeySecret().get());
+      try {
+        signer = new GrantSignature(secret.ensure());
+      } catch (IOException e) {
+        throw new IOException("--grant-key-secret: " + e.getMessage(), e);
+      }
+    }
     Builder b = new Builder();
     b.client = client;
     b.engine = Engine.builder().config(effective.engineConfig()).build();
@@ -125,6 +140,7 @@ public final class SchedulerServer implements AutoCloseable {
     EventRecorder events = b.events;
     b.ledger = new ClusterLedger(client, b.engine, labelFilter(options.nodeLabelSelector()), b.health, events, clock, options.staleReservationTimeout());
     ClusterLedger ledger = b.ledger;
+    ledger.onPodDeleted(metrics::deleted);
     b.binds = Executors.newFixedThreadPool(BIND_THREADS, daemon("vgpu-bind"));
     b.leadership = options.leaderElect()
         ? new LeaseLeadership(client, options.leaseNamespace(), options.leaseName(), options.identity(), clock)
@@ -137,16 +153,17 @@ public final class SchedulerServer implements AutoCloseable {
             b.ledger,
             b.leadership,
             new PodRequestParser(effective.schema()),
-            new NodeLock(client, options.nodeLockTimeout(), clock, ref -> ledger.pod(ref).isPresent()),
+            new NodeLock(client, options.nodeLockTimeout(), clock, ledger::pod),
             events,
             metrics,
             clock,
             Duration.ofSeconds(25),
             options.nodeLockRetryTimeout(),
             b.binds,
-            options.placeCpuOnlyPods());
+            options.placeCpuOnlyPods(),
+            signer);
     String schedulerName = options.schedulerName().isEmpty() ? AdmissionMutator.DEFAULT_SCHEDULER_NAME : options.schedulerName();
-    AdmissionWebhook webhook = new AdmissionWebhook(new AdmissionMutator(effective, schedulerName, options.overwriteDefaultScheduler(), options.placeCpuOnlyPods()), b.engine::quota);
+    AdmissionWebhook webhook = new AdmissionWebhook(new AdmissionMutator(effective, schedulerName, options.overwriteDefaultScheduler(), options.placeCpuOnlyPods()), b.engine::quota, events);
 
     metrics.rebuilt(b.ledger.start(options.syncTimeout()).toNanos());
     // A new leader takes over the reservations its predecessor made and kube-scheduler has yet to bind.
@@ -164,7 +181,11 @@ public final class SchedulerServer implements AutoCloseable {
       extenderRoutes.tls(keys);
     }
     route(extenderRoutes, "POST", "/filter", extenderClients, r -> json(b.extender.filter(read(r.body(), ExtenderArgs.class))));
-    extenderRoutes.routeAsync("POST", "/bind", extenderClients.orElse(null), r -> b.extender.bind(read(r.body(), ExtenderBindingArgs.class)).thenApply(SchedulerServer::json));
+    extenderRoutes.routeAsync(
+        "POST", "/bind", extenderClients.orElse(null), r -> b.extender.bind(read(r.body(), ExtenderBindingArgs.class), r.clientGone()).thenApply(SchedulerServer::json));
+    // A bind may wait up to --node-lock-retry-timeout without a byte on its connection.
+    Duration idle = Duration.ofSeconds(30).compareTo(options.nodeLockRetryTimeout().plusSeconds(5)) >= 0 ? Duration.ofSeconds(30) : options.nodeLockRetryTimeout().plusSeconds(5);
+    extenderRoutes.idleTimeout(idle);
     route(webhookRoutes, "POST", "/webhook", webhookClients, r -> HttpService.Response.json(200, webhook.review(r.body())));
     String extenderAddress = ownListener ? options.extenderBind() : options.httpBind();
     if (extenderClients.isEmpty()) {

@@ -17,6 +17,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -74,7 +75,8 @@ public final class HttpService implements AutoCloseable {
   /**
    * Handles one request whose answer may wait for something else (a lock, another request) without
    * holding a worker thread meanwhile. The response is sent when the future completes; a future that
-   * fails with {@link BadRequest} is a 400, with anything else a 500. The handler must complete it.
+   * fails with {@link BadRequest} is a 400, with anything else a 500. The handler must complete it,
+   * and should do so soon once {@link Request#clientGone} completes.
    */
   @FunctionalInterface
   public interface AsyncHandler {
@@ -88,8 +90,15 @@ public final class HttpService implements AutoCloseable {
    * @param method the HTTP method
    * @param path the request path
    * @param body the request body, fully read
+   * @param clientGone completes when the client goes away before its answer is sent (it closed the
+   *     connection, having given up): an asynchronous handler stops working on it then
    */
-  public record Request(String method, String path, byte[] body) {}
+  public record Request(String method, String path, byte[] body, CompletionStage<Void> clientGone) {
+    /** A request whose client stays. */
+    public Request(String method, String path, byte[] body) {
+      this(method, path, body, new CompletableFuture<>());
+    }
+  }
 
   /**
    * A response.
@@ -435,8 +444,17 @@ public final class HttpService implements AutoCloseable {
           return;
         }
         try {
-          workers.execute(() -> run(route.handler(), new Request(method, path, bytes)).whenComplete((answer, failure) ->
-              send(response, done, failure == null ? answer : failure(method, path, failure), false)));
+          workers.execute(() -> {
+            ClientDeparture departure = new ClientDeparture(connection.getEndPoint());
+            CompletableFuture<Response> answer = run(route.handler(), new Request(method, path, bytes, departure.gone()));
+            if (!answer.isDone()) {
+              departure.start();
+            }
+            answer.whenComplete((value, failure) -> {
+              departure.stop();
+              send(response, done, failure == null ? value : failure(method, path, failure), departure.pipelined());
+            });
+          });
         } catch (RejectedExecutionException e) {
           send(response, done, Response.text(503, name + " is busy; retry\n"), true);
         }

@@ -156,7 +156,40 @@ class AdmissionMutatorTest {
         .isEqualTo("invalid nvidia.com/gpumem-percentage value 101 in container gpu: must be an integer between 0 and 100");
     assertThat(admit("nvidia.com/gpu: 1, nvidia.com/gpumem-percentage: 0").allowed()).isTrue();
     Pod bound = TestPods.yaml("metadata: {name: p}\nspec: {nodeName: worker1, containers: [{name: g, resources: {limits: {nvidia.com/gpu: 1}}}]}\n");
-    assertThat(mutator.admit(bound, NO_QUOTA).message()).isEqualTo("pod has node assigned");
+    assertThat(mutator.admit(bound, NO_QUOTA).message()).isEqualTo("pod has node assigned (spec.nodeName: worker1)");
+  }
+
+  @Test
+  void aGpuPodNamingAnotherSchedulerIsDeniedANodeOrPrivilegeAllTheSame() {
+    Pod bound = TestPods.yaml("metadata: {name: p}\nspec: {schedulerName: volcano, nodeName: worker1, containers: [{name: g, resources: {limits: {nvidia.com/gpu: 1}}}]}\n");
+    AdmissionResult onNode = mutator.admit(bound, NO_QUOTA);
+    assertThat(onNode.allowed()).isFalse();
+    assertThat(onNode.message()).isEqualTo("pod has node assigned (spec.nodeName: worker1)");
+    Pod privileged = TestPods.yaml(
+        "metadata: {name: p}\nspec: {schedulerName: volcano, initContainers: [{name: setup, securityContext: {privileged: true}}],"
+            + " containers: [{name: g, resources: {requests: {nvidia.com/gpumem: 1000}}}]}\n");
+    assertThat(mutator.admit(privileged, NO_QUOTA).message()).isEqualTo("container setup is privileged");
+    // Even the default scheduler, when the scheduler does not take its pods over.
+    AdmissionMutator keepingDefault = new AdmissionMutator(DeviceConfig.DEFAULT, "hami-scheduler", false);
+    Pod defaultBound = TestPods.yaml("metadata: {name: p}\nspec: {schedulerName: default-scheduler, nodeName: worker1, containers: [{name: g, resources: {limits: {nvidia.com/gpucores: 10}}}]}\n");
+    assertThat(keepingDefault.admit(defaultBound, NO_QUOTA).message()).isEqualTo("pod has node assigned (spec.nodeName: worker1)");
+  }
+
+  @Test
+  void podsWithoutVgpuResourcesKeepTheirNodeAndPrivilegeWhateverSchedulerTheyName() {
+    for (String scheduler : new String[] {"volcano", "kai-scheduler", "default-scheduler", "hami-scheduler"}) {
+      Pod pod = TestPods.yaml("metadata: {name: p}\nspec: {schedulerName: " + scheduler + ", nodeName: worker1,"
+          + " containers: [{name: c, securityContext: {privileged: true}, resources: {limits: {cpu: 1}}}]}\n");
+      AdmissionResult r = mutator.admit(pod, NO_QUOTA);
+      assertThat(r.allowed()).as(scheduler).isTrue();
+      assertThat(r.patch()).as(scheduler).isEmpty();
+    }
+    // Where the vGPU resources have other names (whole cards served as nvidia.com/gpu, as under KAI),
+    // a whole-card pod on a node is not a vGPU pod.
+    AdmissionMutator underKai = new AdmissionMutator(DeviceConfig.builder().resourceCountName("nvidia.com/vgpu").build(), "hami-scheduler");
+    Pod reservation = TestPods.yaml("metadata: {name: gpu-reservation-1, namespace: kai-resource-reservation}\n"
+        + "spec: {schedulerName: kai-scheduler, nodeName: worker1, containers: [{name: resource-reservation, resources: {limits: {nvidia.com/gpu: 1}}}]}\n");
+    assertThat(underKai.admit(reservation, NO_QUOTA).allowed()).isTrue();
   }
 
   @Test

@@ -77,7 +77,7 @@ class SimulateCommandTest {
         .startsWith("PODS\nNAMESPACE  NAME  PHASE     NODE     DETAILS\n")
         .contains("ml         p2    Running   worker2  train: GPU-t4-0 7680 MiB 0 cores\n")
         .contains("default    p4    Pending   -        worker1: NodeSelectorMismatch; worker2: NodeInsufficientDevice; cpu1: NodeSelectorMismatch\n")
-        .contains("default    p5    Rejected  -        pod has node assigned\n")
+        .contains("default    p5    Rejected  -        pod has node assigned (spec.nodeName: worker1)\n")
         .contains("\nTIMELINE\nSTEP  EVENT               SCHEDULED\n0     create default/p1   default/p1\n")
         .contains("worker2  GPU-t4-0                                  NVIDIA-Tesla T4        7680/15360  0/100  1/4      ok\n")
         .contains("cpu1     -                                         -                      -           -      -        no GPU registered\n");

@@ -125,4 +125,18 @@ class PodRequestParserTest {
   private static io.fabric8.kubernetes.api.model.Pod annotated(String key, String value) {
     return TestPods.yaml("metadata: {name: p, annotations: {\"" + key + "\": \"" + value + "\"}}\nspec: {containers: [{name: c}]}\n");
   }
+
+  @Test
+  void asksForDevicesReadsOnlyTheContainersCounts() {
+    assertThat(parser.asksForDevices(TestPods.withLimits("nvidia.com/gpu: 1"))).isTrue();
+    assertThat(parser.asksForDevices(TestPods.withLimits("nvidia.com/gpu: 0, cpu: 1"))).isFalse();
+    assertThat(parser.asksForDevices(TestPods.yaml(
+        "metadata: {name: p}\nspec: {initContainers: [{name: i, resources: {requests: {nvidia.com/gpu: 1}}}], containers: [{name: c}]}\n"))).isTrue();
+    // Annotations, anybody's to write, change nothing.
+    assertThat(parser.asksForDevices(TestPods.yaml(
+        "metadata: {name: p, annotations: {hami.io/vgpu-devices-allocated: 'GPU-a,NVIDIA,1000,10:;'}}\nspec: {containers: [{name: c}]}\n"))).isFalse();
+    assertThatThrownBy(() -> parser.asksForDevices(TestPods.withLimits("nvidia.com/gpu: 0.5")))
+        .isInstanceOf(PodRequestException.class)
+        .hasMessage("container gpu: nvidia.com/gpu 0.5 is not a non-negative whole number");
+  }
 }

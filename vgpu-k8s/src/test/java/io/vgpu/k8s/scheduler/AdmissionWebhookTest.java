@@ -60,7 +60,7 @@ class AdmissionWebhookTest {
   void schedulerOwnedAnnotationsAndTheNodeLabelAreRemovedFromEveryCreatedPod() throws Exception {
     String annotations = "{\"hami.io/vgpu-node\":\"n1\",\"note\":\"kept\",\"hami.io/vgpu-devices-allocated\":\"GPU-a,NVIDIA,40960,100:;\","
         + "\"hami.io/vgpu-devices-to-allocate\":\"GPU-a,NVIDIA,40960,100:;\",\"hami.io/vgpu-time\":\"1700000000\",\"hami.io/bind-phase\":\"success\","
-        + "\"hami.io/bind-time\":\"1700000000\",\"hami.io/gpu-scheduler-policy\":\"binpack\"}";
+        + "\"hami.io/bind-time\":\"1700000000\",\"hami.io/gpu-scheduler-policy\":\"binpack\",\"vgpu.io/grant-signature\":\"v1.forged\"}";
     String response = review("admission.k8s.io/v1",
         "{\"metadata\":{\"name\":\"p\",\"annotations\":" + annotations + ",\"labels\":{\"app\":\"x\",\"hami.io/vgpu-node\":\"n1\"}},"
             + "\"spec\":{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}}");
@@ -71,6 +71,7 @@ class AdmissionWebhookTest {
             + "{\"op\":\"remove\",\"path\":\"/metadata/annotations/hami.io~1vgpu-time\"},"
             + "{\"op\":\"remove\",\"path\":\"/metadata/annotations/hami.io~1bind-phase\"},"
             + "{\"op\":\"remove\",\"path\":\"/metadata/annotations/hami.io~1bind-time\"},"
+            + "{\"op\":\"remove\",\"path\":\"/metadata/annotations/vgpu.io~1grant-signature\"},"
             + "{\"op\":\"remove\",\"path\":\"/metadata/labels/hami.io~1vgpu-node\"},"
             + "{\"op\":\"add\",\"path\":\"/spec/containers/0/resources/limits/nvidia.com~1gpucores\",\"value\":\"100\"},"
             + "{\"op\":\"add\",\"path\":\"/spec/schedulerName\",\"value\":\"hami-scheduler\"}]");

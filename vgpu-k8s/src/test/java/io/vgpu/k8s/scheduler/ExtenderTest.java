@@ -247,4 +247,39 @@ class ExtenderTest {
         .contains("vgpu_filter_duration_seconds_bucket")
         .contains("hami_build_info{");
   }
+
+  private String metrics() throws Exception {
+    return cluster.http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + cluster.server.metricsPort() + "/metrics")).build(),
+        java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+  }
+
+  @Test
+  void aPodDeletedWhilePendingIsNoLongerCountedUnschedulable() throws Exception {
+    Pod big = cluster.create(gpuPod("default", "big", Map.of("nvidia.com/gpu", "1", "nvidia.com/gpumem", "50000"), Map.of()));
+    cluster.filter(big, List.of("worker1", "worker2"));
+    assertThat(metrics()).contains("vgpu_unschedulable_pods{reason=\"CardInsufficientMemory\"} 1.0");
+    client.pods().inNamespace("default").withName("big").delete();
+    ClusterHarness.await(() -> {
+      try {
+        return !metrics().contains("vgpu_unschedulable_pods{");
+      } catch (Exception e) {
+        throw new AssertionError(e);
+      }
+    }, "the deleted pod to leave vgpu_unschedulable_pods");
+  }
+
+  @Test
+  void theWebhookDeniesAGpuPodThatNamesAnotherSchedulerAndANodeWithAnEvent() throws Exception {
+    Pod bypass = gpuPod("tenant", "bypass", Map.of("nvidia.com/gpu", "1"), Map.of());
+    bypass.getSpec().setSchedulerName("my-scheduler");
+    bypass.getSpec().setNodeName("worker1");
+    ClusterHarness.Admission denied = cluster.admit(bypass, "admission.k8s.io/v1");
+    assertThat(denied.pod()).isEmpty();
+    assertThat(denied.message()).isEqualTo("pod has node assigned (spec.nodeName: worker1)");
+    ClusterHarness.await(() -> !client.v1().events().inNamespace("tenant").list().getItems().isEmpty(), "an event");
+    var event = client.v1().events().inNamespace("tenant").list().getItems().get(0);
+    assertThat(event.getReason()).isEqualTo("AdmissionDenied");
+    assertThat(event.getInvolvedObject().getName()).isEqualTo("bypass");
+    assertThat(event.getMessage()).isEqualTo("pod has node assigned (spec.nodeName: worker1)");
+  }
 }

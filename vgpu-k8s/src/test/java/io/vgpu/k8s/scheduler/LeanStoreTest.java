@@ -5,8 +5,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
+import io.vgpu.api.ResourceSchema;
+import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.pod.PodCpu;
+import io.vgpu.k8s.pod.PodRequestParser;
 import io.vgpu.k8s.pod.PodRefs;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /** What a lean pod keeps (what the scheduler reads) and what it does not hold at all. */
@@ -15,11 +21,14 @@ class LeanStoreTest {
     return new PodBuilder()
         .withNewMetadata().withName("p").withNamespace("ns").withUid("u1").withResourceVersion("7")
           .addToAnnotations("hami.io/vgpu-node", "n1").addToAnnotations("team.example.com/owner", "x".repeat(4096))
+          .addToAnnotations("hami.io/bind-phase", "allocating").addToAnnotations("hami.io/node-scheduler-policy", "x".repeat(200_000))
           .addToLabels("app", "trainer").addToFinalizers("f").addNewOwnerReference().withName("rs").endOwnerReference().endMetadata()
         .withNewSpec().withNodeName("n1")
           .addNewInitContainer().withName("init").withNewResources().addToRequests("cpu", new Quantity("500m")).endResources().endInitContainer()
           .addNewContainer().withName("main").withImage("img").addToArgs("--a").addNewEnv().withName("E").withValue("v").endEnv()
-            .withNewResources().addToRequests("cpu", new Quantity("2")).addToRequests("memory", new Quantity("1Gi")).endResources().endContainer()
+            .withNewResources().addToRequests("cpu", new Quantity("2")).addToRequests("memory", new Quantity("1Gi"))
+              .addToLimits("nvidia.com/gpu", new Quantity("1")).addToLimits("nvidia.com/gpumem", new Quantity("1000")).addToLimits("example.com/fpga", new Quantity("1"))
+              .endResources().endContainer()
           .addNewVolume().withName("data").withNewEmptyDir().endEmptyDir().endVolume()
           .addNewToleration().withKey("k").withOperator("Exists").endToleration().endSpec()
         .withNewStatus().withPhase("Running").withPodIP("10.0.0.1").addNewCondition().withType("Ready").withStatus("True").endCondition()
@@ -28,9 +37,17 @@ class LeanStoreTest {
         .build();
   }
 
+  private static final Set<String> RESOURCES = Set.of("cpu", "nvidia.com/gpu", "nvidia.com/gpumem", "nvidia.com/gpumem-percentage", "nvidia.com/gpucores");
+
+  private static Pod lean(Pod pod) {
+    return LeanStore.lean(pod, RESOURCES, (annotation, length) -> {
+      throw new AssertionError("nothing is over its bound here: " + annotation);
+    });
+  }
+
   @Test
   void aLeanPodKeepsWhatTheSchedulerReads() {
-    Pod lean = LeanStore.lean(full());
+    Pod lean = lean(full());
     assertThat(PodRefs.of(lean)).isEqualTo(PodRefs.of(full()));
     assertThat(lean.getMetadata().getUid()).isEqualTo("u1");
     assertThat(lean.getMetadata().getResourceVersion()).isEqualTo("7");
@@ -38,6 +55,9 @@ class LeanStoreTest {
     assertThat(lean.getSpec().getNodeName()).isEqualTo("n1");
     assertThat(PodRefs.containers(lean)).extracting(c -> c.getName()).containsExactly("init", "main");
     assertThat(PodCpu.requestMilli(lean)).isEqualTo(PodCpu.requestMilli(full()));
+    assertThat(new PodRequestParser(ResourceSchema.nvidia()).asksForDevices(lean)).isTrue();
+    assertThat(lean.getSpec().getContainers().get(0).getResources().getLimits()).containsOnlyKeys("nvidia.com/gpu", "nvidia.com/gpumem");
+    assertThat(lean.getSpec().getContainers().get(0).getResources().getRequests()).containsOnlyKeys("cpu");
     assertThat(lean.getStatus().getPhase()).isEqualTo("Running");
     assertThat(lean.getStatus().getInitContainerStatuses()).singleElement()
         .satisfies(s -> assertThat(s.getState().getTerminated().getExitCode()).isZero());
@@ -45,7 +65,7 @@ class LeanStoreTest {
 
   @Test
   void aLeanPodHoldsNoCollectionItDoesNotRead() {
-    Pod lean = LeanStore.lean(full());
+    Pod lean = lean(full());
     assertThat(lean.getAdditionalProperties()).isNull();
     assertThat(lean.getMetadata().getLabels()).isNull();
     assertThat(lean.getMetadata().getFinalizers()).isNull();
@@ -64,9 +84,31 @@ class LeanStoreTest {
   @Test
   void aPodWithoutAnnotationsOrStatusIsLeanToo() {
     Pod bare = new PodBuilder().withNewMetadata().withName("b").withNamespace("ns").endMetadata().withNewSpec().addNewContainer().withName("c").endContainer().endSpec().build();
-    Pod lean = LeanStore.lean(bare);
+    Pod lean = lean(bare);
     assertThat(PodRefs.annotations(lean)).isEmpty();
     assertThat(PodCpu.requestMilli(lean)).isZero();
     assertThat(lean.getStatus()).isNull();
+  }
+
+  @Test
+  void aKeptAnnotationOverItsBoundIsDroppedAndReported() {
+    Pod pod = new PodBuilder().withNewMetadata().withName("big").withNamespace("ns")
+          .addToAnnotations(HamiAnnotations.DEVICES_ALLOCATED, "GPU-a,NVIDIA,1000,10:;".repeat(2000))
+          .addToAnnotations(HamiAnnotations.ASSIGNED_NODE, "n".repeat(254))
+          .addToAnnotations(HamiAnnotations.ASSIGNED_TIME, "1764496800").endMetadata()
+        .withNewSpec().addNewContainer().withName("c").endContainer().endSpec().build();
+    Map<String, Integer> reported = new HashMap<>();
+    Pod lean = LeanStore.lean(pod, RESOURCES, reported::put);
+    assertThat(reported).containsExactlyInAnyOrderEntriesOf(Map.of(HamiAnnotations.ASSIGNED_NODE, 254, HamiAnnotations.DEVICES_ALLOCATED, 44000));
+    assertThat(PodRefs.annotations(lean))
+        .containsEntry(HamiAnnotations.DEVICES_ALLOCATED, LeanStore.DROPPED)
+        .containsEntry(HamiAnnotations.ASSIGNED_NODE, LeanStore.DROPPED)
+        .containsEntry(HamiAnnotations.ASSIGNED_TIME, "1764496800");
+    assertThat(LeanStore.dropped(PodRefs.annotations(lean).get(HamiAnnotations.DEVICES_ALLOCATED))).isTrue();
+    // The longest device list the scheduler can write for a pod is kept.
+    String longest = ("GPU-12345678-1234-1234-1234-123456789012,NVIDIA,40960,100:".repeat(8) + ";").repeat(64);
+    assertThat(longest.length()).isLessThanOrEqualTo(LeanStore.MAX_DEVICE_LIST);
+    pod.getMetadata().getAnnotations().put(HamiAnnotations.DEVICES_ALLOCATED, longest);
+    assertThat(PodRefs.annotations(LeanStore.lean(pod, RESOURCES, (a, l) -> {})).get(HamiAnnotations.DEVICES_ALLOCATED)).isEqualTo(longest);
   }
 }

@@ -161,4 +161,34 @@ class LedgerTrustTest {
     assertThat(cluster.server.engine().grant(ref)).contains(before);
     assertCard0IsFree("real");
   }
+
+  @Test
+  void aForgedGrantOnABoundPodThatAsksForNoGpuFillsNoCard() throws Exception {
+    cluster.start();
+    // Created on the node with the annotations (the webhook need not see a pod without GPUs at all).
+    Pod cpuOnly = ExtenderTest.gpuPod("tenant", "squatter", Map.of("cpu", "100m"),
+        Map.of(HamiAnnotations.ASSIGNED_NODE, "n1", HamiAnnotations.DEVICES_ALLOCATED, CARD0 + ",NVIDIA,40960,100:;", HamiAnnotations.ASSIGNED_TIME, now()));
+    cpuOnly.getSpec().setNodeName("n1");
+    cluster.create(cpuOnly);
+    ClusterHarness.await(() -> !warnings("squatter").isEmpty(), "a warning event on the squatter");
+    assertThat(warnings("squatter").get(0).getReason()).isEqualTo("GrantIgnored");
+    assertThat(warnings("squatter").get(0).getMessage())
+        .isEqualTo("ignoring " + HamiAnnotations.DEVICES_ALLOCATED + " on node n1: the pod asks for no nvidia.com/gpu");
+    assertThat(cluster.server.engine().grants()).isEmpty();
+    assertCard0IsFree("real");
+  }
+
+  @Test
+  void aGrantAnnotationOverTheBoundTheCacheKeepsIsUnreadable() throws Exception {
+    cluster.start();
+    Pod pod = ExtenderTest.gpuPod("tenant", "padded", Map.of("nvidia.com/gpu", "1"),
+        Map.of(HamiAnnotations.ASSIGNED_NODE, "n1", HamiAnnotations.DEVICES_ALLOCATED, (CARD0 + ",NVIDIA,40960,100:").repeat(600) + ";"));
+    pod.getSpec().setNodeName("n1");
+    cluster.create(pod);
+    ClusterHarness.await(() -> !warnings("padded").isEmpty(), "a warning event on the padded pod");
+    assertThat(warnings("padded").get(0).getMessage())
+        .isEqualTo("ignoring " + HamiAnnotations.DEVICES_ALLOCATED + " on node n1: it is unreadable: " + HamiAnnotations.DEVICES_ALLOCATED
+            + " is longer than 32768 characters");
+    assertThat(cluster.server.engine().grants()).isEmpty();
+  }
 }

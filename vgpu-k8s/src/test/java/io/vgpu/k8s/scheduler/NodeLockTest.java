@@ -78,6 +78,20 @@ class NodeLockTest {
   }
 
   @Test
+  void aLockWhoseOwnerFinishedOrIsBeingDeletedIsTakenOver() throws Exception {
+    NodeLock locks = lock(Clock.systemUTC());
+    locks.acquire("n1", A);
+    client.pods().inNamespace("default").withName("a").editStatus(p -> new PodBuilder(p).editOrNewStatus().withPhase("Succeeded").endStatus().build());
+    locks.acquire("n1", B);
+    assertThat(locks.holder("n1").orElseThrow().pod()).isEqualTo(B.name());
+    // A holder the cache sees being deleted holds no lock either, whatever the API server says yet.
+    var deleting = new PodBuilder(client.pods().inNamespace("default").withName("b").get()).editMetadata().withDeletionTimestamp("2026-12-01T00:00:00Z").endMetadata().build();
+    NodeLock cached = new NodeLock(client, Duration.ofMinutes(5), Clock.systemUTC(), ref -> ref.equals(B) ? java.util.Optional.of(deleting) : java.util.Optional.empty());
+    cached.acquire("n1", A);
+    assertThat(cached.holder("n1").orElseThrow().pod()).isEqualTo(A.name());
+  }
+
+  @Test
   void racingSchedulersHaveExactlyOneWinner() throws Exception {
     int racers = 6;
     List<PodRef> pods = new ArrayList<>();

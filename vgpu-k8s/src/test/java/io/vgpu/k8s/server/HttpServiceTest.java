@@ -217,6 +217,72 @@ class HttpServiceTest {
     }
   }
 
+  /** An async route whose answers wait until released, recording each request's departure signal. */
+  private static final class WaitingRoute implements HttpService.AsyncHandler {
+    final java.util.concurrent.LinkedBlockingQueue<java.util.concurrent.CompletionStage<Void>> departures = new java.util.concurrent.LinkedBlockingQueue<>();
+    final java.util.concurrent.CompletableFuture<HttpService.Response> release = new java.util.concurrent.CompletableFuture<>();
+
+    @Override
+    public java.util.concurrent.CompletableFuture<HttpService.Response> handle(HttpService.Request request) {
+      departures.add(request.clientGone());
+      return release.thenApply(r -> r);
+    }
+
+    java.util.concurrent.CompletableFuture<Void> next() throws Exception {
+      java.util.concurrent.CompletionStage<Void> gone = departures.poll(5, java.util.concurrent.TimeUnit.SECONDS);
+      assertThat(gone).as("a request reached the handler").isNotNull();
+      return gone.toCompletableFuture();
+    }
+  }
+
+  @Test
+  void anAsyncHandlerLearnsThatItsClientGaveUp() throws Exception {
+    WaitingRoute waiting = new WaitingRoute();
+    try (HttpService server = HttpService.builder(LOOPBACK).routeAsync("POST", "/bind", null, waiting).start()) {
+      HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+      HttpRequest request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + "/bind"))
+          .timeout(Duration.ofMillis(300)).POST(HttpRequest.BodyPublishers.ofString("{}")).build();
+      assertThatThrownBy(() -> client.send(request, HttpResponse.BodyHandlers.ofString())).isInstanceOf(java.net.http.HttpTimeoutException.class);
+      waiting.next().get(5, java.util.concurrent.TimeUnit.SECONDS);
+      // The server serves on: an answer that comes late goes nowhere and breaks nothing.
+      waiting.release.complete(HttpService.Response.text(200, "late\n"));
+      assertThat(post(client, "http://127.0.0.1:" + server.port() + "/bind", "{}").body()).isEqualTo("late\n");
+    }
+  }
+
+  @Test
+  void aTlsClientThatGivesUpIsNoticedToo(@TempDir Path dir) throws Exception {
+    Path cert = dir.resolve("tls.crt");
+    Path key = dir.resolve("tls.key");
+    X509Certificate issued = TestCertificates.write(cert, key, "departing", TestCertificates.KeyFormat.SEC1_EC);
+    var keys = new ReloadingKeyManager(cert, key, Duration.ofSeconds(1), Clock.systemUTC());
+    WaitingRoute waiting = new WaitingRoute();
+    try (HttpService server = HttpService.builder(LOOPBACK).tls(keys).routeAsync("POST", "/bind", null, waiting).start()) {
+      HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).sslContext(TestCertificates.trusting(issued)).build();
+      HttpRequest request = HttpRequest.newBuilder(URI.create("https://127.0.0.1:" + server.port() + "/bind"))
+          .timeout(Duration.ofMillis(500)).POST(HttpRequest.BodyPublishers.ofString("{}")).build();
+      assertThatThrownBy(() -> client.send(request, HttpResponse.BodyHandlers.ofString())).isInstanceOf(java.net.http.HttpTimeoutException.class);
+      waiting.next().get(5, java.util.concurrent.TimeUnit.SECONDS);
+    }
+  }
+
+  @Test
+  void aClientThatWaitsKeepsItsConnectionForTheNextRequest() throws Exception {
+    java.util.concurrent.atomic.AtomicInteger served = new java.util.concurrent.atomic.AtomicInteger();
+    HttpService.AsyncHandler slow = r -> java.util.concurrent.CompletableFuture.supplyAsync(
+        () -> HttpService.Response.text(200, "answer " + served.incrementAndGet() + (r.clientGone().toCompletableFuture().isDone() ? " (gone)" : "") + "\n"),
+        java.util.concurrent.CompletableFuture.delayedExecutor(150, java.util.concurrent.TimeUnit.MILLISECONDS));
+    try (HttpService server = HttpService.builder(LOOPBACK).routeAsync("POST", "/bind", null, slow).start();
+        java.net.Socket socket = new java.net.Socket(InetAddress.getLoopbackAddress(), server.port())) {
+      socket.setSoTimeout(5000);
+      java.io.DataInputStream in = new java.io.DataInputStream(socket.getInputStream());
+      for (int i = 1; i <= 3; i++) {
+        socket.getOutputStream().write("POST /bind HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}".getBytes(StandardCharsets.US_ASCII));
+        assertThat(readResponseBody(in)).isEqualTo("answer " + i + "\n");
+      }
+    }
+  }
+
   /** Reads one HTTP/1.1 response with a Content-Length and returns its body. */
   private static String readResponseBody(java.io.DataInputStream in) throws Exception {
     int length = -1;
