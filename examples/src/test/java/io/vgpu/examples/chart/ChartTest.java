@@ -194,6 +194,7 @@ class ChartTest {
     // A pod that arrives with the scheduler's annotations or label is sent, so the webhook removes them.
     assertThat(matches(condition, withMetadata(pod("limits", "cpu", "1"), "annotations", "hami.io/vgpu-devices-allocated"))).isTrue();
     assertThat(matches(condition, withMetadata(pod("limits", "cpu", "1"), "annotations", "hami.io/bind-phase"))).isTrue();
+    assertThat(matches(condition, withMetadata(pod("limits", "cpu", "1"), "annotations", "vgpu.io/grant-signature"))).isTrue();
     assertThat(matches(condition, withMetadata(pod("limits", "cpu", "1"), "labels", "hami.io/vgpu-node"))).isTrue();
     assertThat(matches(condition, withMetadata(pod("limits", "cpu", "1"), "annotations", "example.com/other"))).isFalse();
   }
@@ -489,6 +490,8 @@ class ChartTest {
         "Role/hami-kube-scheduler", "RoleBinding/hami-kube-scheduler",
         "ClusterRoleBinding/hami-scheduler-kube-scheduler", "ClusterRoleBinding/hami-scheduler-volume-scheduler",
         "ClusterRole/hami-device-plugin", "ClusterRoleBinding/hami-device-plugin",
+        "ValidatingAdmissionPolicy/hami-scheduler-owned", "ValidatingAdmissionPolicyBinding/hami-scheduler-owned",
+        "ValidatingAdmissionPolicy/hami-node-agent", "ValidatingAdmissionPolicyBinding/hami-node-agent",
         "ConfigMap/hami-scheduler", "ConfigMap/hami-scheduler-device",
         "Service/hami-scheduler", "Service/hami-device-plugin-monitor",
         "Deployment/hami-scheduler", "DaemonSet/hami-device-plugin", "MutatingWebhookConfiguration/hami-webhook");
