@@ -28,6 +28,7 @@ it contains the chart's base name ("hami" unless nameOverride), else "<release>-
 {{- define "vgpu.webhook" -}}{{ include "vgpu.fullname" . }}-webhook{{- end -}}
 {{- define "vgpu.tlsSecret" -}}{{ include "vgpu.scheduler" . }}-tls{{- end -}}
 {{- define "vgpu.deviceConfig" -}}{{ include "vgpu.scheduler" . }}-device{{- end -}}
+{{- define "vgpu.grantKeySecret" -}}{{ include "vgpu.scheduler" . }}-grant-key{{- end -}}
 {{- define "vgpu.schedulerHost" -}}{{ include "vgpu.scheduler" . }}.{{ include "vgpu.namespace" . }}.svc{{- end -}}
 
 {{- define "vgpu.labels" -}}

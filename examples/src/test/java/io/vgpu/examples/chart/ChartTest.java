@@ -408,7 +408,7 @@ class ChartTest {
           assertThat(chart.get("MutatingWebhookConfiguration", "hami-webhook").path("metadata").path("annotations").path("cert-manager.io/inject-ca-from").asString())
               .isEqualTo("kube-system/hami-scheduler-serving-cert");
           assertThat(RenderedChart.args(chart.container("Deployment", "hami-scheduler", "certificates"))).containsExactly("certificates", "--client-dir=/client-tls");
-          assertThat(chart.get("Role", "hami-scheduler").toString()).doesNotContain("secrets");
+          assertThat(chart.get("Role", "hami-scheduler").toString()).doesNotContain("hami-scheduler-tls");
           assertThat(chart.get("ClusterRole", "hami-scheduler").toString()).doesNotContain("mutatingwebhookconfigurations");
         }),
         override("HAMi's certManager.enabled", Options.defaults().with("scheduler.certManager.enabled", "true"), chart ->
@@ -489,7 +489,7 @@ class ChartTest {
         "ClusterRole/hami-scheduler", "ClusterRoleBinding/hami-scheduler", "Role/hami-scheduler", "RoleBinding/hami-scheduler",
         "Role/hami-kube-scheduler", "RoleBinding/hami-kube-scheduler",
         "ClusterRoleBinding/hami-scheduler-kube-scheduler", "ClusterRoleBinding/hami-scheduler-volume-scheduler",
-        "ClusterRole/hami-device-plugin", "ClusterRoleBinding/hami-device-plugin",
+        "ClusterRole/hami-device-plugin", "ClusterRoleBinding/hami-device-plugin", "Role/hami-device-plugin", "RoleBinding/hami-device-plugin",
         "ValidatingAdmissionPolicy/hami-scheduler-owned", "ValidatingAdmissionPolicyBinding/hami-scheduler-owned",
         "ValidatingAdmissionPolicy/hami-node-agent", "ValidatingAdmissionPolicyBinding/hami-node-agent",
         "ConfigMap/hami-scheduler", "ConfigMap/hami-scheduler-device",
