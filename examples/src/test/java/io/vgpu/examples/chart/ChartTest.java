@@ -405,8 +405,6 @@ class ChartTest {
     return Stream.of(
         override("cert-manager", Options.defaults().with("vgpu.certificates.source", "cert-manager"), chart -> {
           assertThat(chart.get("Certificate", "hami-scheduler-serving-cert").path("spec").path("secretName").asString()).isEqualTo("hami-scheduler-tls");
-          assertThat(chart.get("MutatingWebhookConfiguration", "hami-webhook").path("metadata").path("annotations").path("cert-manager.io/inject-ca-from").asString())
-              .isEqualTo("kube-system/hami-scheduler-serving-cert");
           assertThat(RenderedChart.args(chart.container("Deployment", "hami-scheduler", "certificates"))).containsExactly("certificates", "--client-dir=/client-tls");
           assertThat(chart.get("Role", "hami-scheduler").toString()).doesNotContain("hami-scheduler-tls");
           assertThat(chart.get("ClusterRole", "hami-scheduler").toString()).doesNotContain("mutatingwebhookconfigurations");
@@ -478,6 +476,54 @@ class ChartTest {
     RenderedChart chart = RenderedChart.render(options);
     assertRunnable(chart);
     check.accept(chart);
+  }
+
+  /**
+   * cert-manager mode: a self-signed Issuer makes only the release's CA, a CA Issuer signs the serving
+   * certificate with it, and what checks the serving certificate trusts the CA: kube-scheduler's caFile
+   * is the serving Secret's ca.crt (a CA Issuer writes the CA there) and cainjector fills the webhook's
+   * caBundle from the CA Certificate. A renewed serving certificate then chains to what both read once
+   * (ServingCertificateRenewalTest in vgpu-k8s shows it over TLS). Before, the self-signed Issuer signed
+   * the serving certificate itself: ca.crt was that certificate, and the first renewal broke the trust.
+   */
+  @Test
+  void withCertManagerTheServingCertificateIsSignedByACaThatKubeSchedulerAndTheWebhookTrust() {
+    RenderedChart chart = RenderedChart.render(Options.defaults().with("vgpu.certificates.source", "cert-manager"));
+    assertThat(chart.all("Issuer").stream().map(Document::name)).containsExactlyInAnyOrder("hami-scheduler-selfsigned-issuer", "hami-scheduler-ca-issuer");
+    assertThat(chart.all("Certificate").stream().map(Document::name)).containsExactlyInAnyOrder("hami-scheduler-ca", "hami-scheduler-serving-cert");
+    assertThat(chart.get("Issuer", "hami-scheduler-selfsigned-issuer").path("spec").has("selfSigned")).isTrue();
+
+    JsonNode ca = chart.get("Certificate", "hami-scheduler-ca").path("spec");
+    assertThat(ca.path("isCA").asBoolean()).isTrue();
+    assertThat(ca.path("issuerRef").toString()).isEqualTo("{\"name\":\"hami-scheduler-selfsigned-issuer\",\"kind\":\"Issuer\"}");
+    // Renewing the CA keeps its key, so certificates signed after still chain to the CA read before.
+    assertThat(ca.path("privateKey").path("rotationPolicy").asString()).isEqualTo("Never");
+    assertThat(Duration.parse("PT" + ca.path("duration").asString().toUpperCase())).isGreaterThanOrEqualTo(Duration.ofDays(3650));
+    assertThat(chart.get("Issuer", "hami-scheduler-ca-issuer").path("spec").path("ca").path("secretName").asString()).isEqualTo(ca.path("secretName").asString());
+
+    JsonNode serving = chart.get("Certificate", "hami-scheduler-serving-cert").path("spec");
+    assertThat(serving.path("isCA").asBoolean(false)).isFalse();
+    assertThat(serving.path("issuerRef").toString()).isEqualTo("{\"name\":\"hami-scheduler-ca-issuer\",\"kind\":\"Issuer\"}");
+    for (Document certificate : chart.all("Certificate")) {
+      if (certificate.tree().path("spec").path("issuerRef").path("name").asString().equals("hami-scheduler-selfsigned-issuer")) {
+        assertThat(certificate.tree().path("spec").path("isCA").asBoolean(false)).as(certificate.name() + ": the self-signed Issuer makes only the CA").isTrue();
+      }
+    }
+
+    // The pod serves the serving Secret and kube-scheduler trusts the ca.crt beside it.
+    JsonNode pod = chart.get("Deployment", "hami-scheduler").path("spec").path("template").path("spec");
+    JsonNode extender = chart.container("Deployment", "hami-scheduler", "vgpu-scheduler-extender");
+    JsonNode kubeScheduler = chart.container("Deployment", "hami-scheduler", "kube-scheduler");
+    JsonNode tls = YAML.readTree(chart.configMapFile("hami-scheduler", "config.yaml")).path("extenders").get(0).path("tlsConfig");
+    assertThat(tls.path("caFile").asString()).isEqualTo("/tls/ca.crt");
+    assertThat(volumeOf(pod, mountOf(kubeScheduler, "/tls/ca.crt").path("name").asString()).path("secret").path("secretName").asString()).isEqualTo(serving.path("secretName").asString());
+    String certFile = RenderedChart.flag(RenderedChart.args(extender), "--cert_file").orElseThrow();
+    assertThat(volumeOf(pod, mountOf(extender, certFile).path("name").asString()).path("secret").path("secretName").asString()).isEqualTo("hami-scheduler-tls");
+    assertThat(serving.path("secretName").asString()).isEqualTo("hami-scheduler-tls");
+    assertThat(serving.path("dnsNames").toString()).contains("\"" + tls.path("serverName").asString() + "\"");
+    // cainjector writes the CA Certificate's CA into the webhook's caBundle.
+    assertThat(chart.get("MutatingWebhookConfiguration", "hami-webhook").path("metadata").path("annotations").path("cert-manager.io/inject-ca-from").asString())
+        .isEqualTo("kube-system/hami-scheduler-ca");
   }
 
   @Test
