@@ -526,6 +526,36 @@ class ChartTest {
         .isEqualTo("kube-system/hami-scheduler-ca");
   }
 
+  /**
+   * The scheduler's pod is ready only while it leads, and the old pod holds kube-scheduler's Lease until
+   * it stops: a RollingUpdate would wait for a ready new pod forever, so the Deployment is Recreate.
+   */
+  @Test
+  void theSchedulerDeploymentIsReplacedNotRolled() {
+    for (Options options : List.of(Options.defaults(), Options.defaults().with("scheduler.replicas", "2"), Options.defaults().values(RenderedChart.HAMI_VALUES))) {
+      RenderedChart chart = RenderedChart.render(options);
+      assertThat(chart.get("Deployment", "hami-scheduler").path("spec").path("strategy").toString()).isEqualTo("{\"type\":\"Recreate\"}");
+      assertThat(chart.container("Deployment", "hami-scheduler", "vgpu-scheduler-extender").path("readinessProbe").path("httpGet").path("path").asString()).isEqualTo("/readyz");
+    }
+  }
+
+  /** A bind waits for a contended node lock 2 s less than kube-scheduler waits for the bind, unless told otherwise. */
+  @Test
+  void aBindWaitsForTheNodeLockLessThanKubeSchedulerWaitsForIt() {
+    for (int timeout : List.of(30, 60, 3)) {
+      RenderedChart chart = RenderedChart.render(Options.defaults().with("scheduler.extenderHTTPTimeout", String.valueOf(timeout)));
+      assertRunnable(chart);
+      assertThat(RenderedChart.args(chart.container("Deployment", "hami-scheduler", "vgpu-scheduler-extender"))).contains("--node-lock-retry-timeout=" + (timeout - 2) + "s");
+      assertThat(YAML.readTree(chart.configMapFile("hami-scheduler", "config.yaml")).path("extenders").get(0).path("httpTimeout").asString()).isEqualTo(timeout + "s");
+    }
+    assertThat(RenderedChart.args(RenderedChart.defaults().container("Deployment", "hami-scheduler", "vgpu-scheduler-extender"))).contains("--node-lock-retry-timeout=28s");
+    for (String given : List.of("10", "45s")) {
+      List<String> args = RenderedChart.args(RenderedChart.render(Options.defaults().with("scheduler.nodeLockRetryTimeout", given)).container("Deployment", "hami-scheduler", "vgpu-scheduler-extender"));
+      assertThat(args.stream().filter(a -> a.startsWith("--node-lock-retry-timeout="))).containsExactly("--node-lock-retry-timeout=" + (given.endsWith("s") ? given : given + "s"));
+    }
+    assertThat(RenderedChart.failure(Options.defaults().with("scheduler.extenderHTTPTimeout", "2"))).get().asString().contains("extenderHTTPTimeout");
+  }
+
   @Test
   void renderedObjectsAreTheOnlyOnesTheTemplatesMake() {
     List<String> kinds = new ArrayList<>();
