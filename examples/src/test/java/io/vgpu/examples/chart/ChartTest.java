@@ -556,6 +556,27 @@ class ChartTest {
     assertThat(RenderedChart.failure(Options.defaults().with("scheduler.extenderHTTPTimeout", "2"))).get().asString().contains("extenderHTTPTimeout");
   }
 
+  /**
+   * The scheduler signs each grant with the key in one Secret of the release's namespace and every node
+   * agent verifies with it: both containers name the same Secret, and each component's Role may read it
+   * by that name.
+   */
+  @Test
+  void theSchedulerAndTheNodeAgentShareTheGrantKeySecret() {
+    for (Options options : List.of(Options.defaults(), Options.defaults().named("gpu"))) {
+      RenderedChart chart = RenderedChart.render(options);
+      String scheduler = options.release().equals("gpu") ? "gpu-hami-scheduler" : "hami-scheduler";
+      String agent = options.release().equals("gpu") ? "gpu-hami-device-plugin" : "hami-device-plugin";
+      String secret = RenderedChart.flag(RenderedChart.args(chart.container("Deployment", scheduler, "vgpu-scheduler-extender")), "--grant-key-secret").orElseThrow();
+      assertThat(secret).isEqualTo("kube-system/" + scheduler + "-grant-key");
+      assertThat(RenderedChart.flag(RenderedChart.args(chart.container("DaemonSet", agent, "device-plugin")), "--grant-key-secret")).contains(secret);
+      String name = secret.substring(secret.indexOf('/') + 1);
+      assertThat(chart.get("Role", scheduler).path("rules").findValues("resourceNames").toString()).contains("\"" + name + "\"");
+      assertThat(chart.get("Role", agent).path("rules").get(0).path("resourceNames").toString()).isEqualTo("[\"" + name + "\"]");
+      assertThat(chart.get("Role", agent).path("metadata").path("namespace").asString()).isEqualTo(secret.substring(0, secret.indexOf('/')));
+    }
+  }
+
   @Test
   void renderedObjectsAreTheOnlyOnesTheTemplatesMake() {
     List<String> kinds = new ArrayList<>();
