@@ -105,11 +105,16 @@ class DeploymentConfigTest {
     assertThat(grants(object("Role", "hami-scheduler"))).contains("leases:list", "leases:watch", "secrets:create", "secrets:get"); // Lease, grant key
   }
 
+  /** HAMi's defaults, and the watchdog leaves the pods of the release's namespace alone. */
   @Test
-  void theDeviceConfigIsHamisDefaultsAndReadsWithoutError(@TempDir Path dir) throws Exception {
+  void theDeviceConfigIsHamisDefaultsWithTheReleaseNamespaceExempt(@TempDir Path dir) throws Exception {
     Path file = dir.resolve("device-config.yaml");
     Files.writeString(file, object("ConfigMap", "hami-scheduler-device").path("data").path("device-config.yaml").asString());
-    assertThat(new DeviceConfigReader(Set.of()).readFile(file)).isEqualTo(DeviceConfig.DEFAULT);
+    Path expected = dir.resolve("expected.yaml");
+    Files.writeString(expected, "nvidia:\n  watchdog:\n    exemptNamespaces: [kube-system]\n");
+    DeviceConfigReader reader = new DeviceConfigReader(Set.of());
+    assertThat(reader.readFile(file)).isEqualTo(reader.readFile(expected));
+    assertThat(reader.readFile(expected)).isNotEqualTo(DeviceConfig.DEFAULT);
   }
 
   @Test

@@ -281,7 +281,7 @@ class ChartTest {
     assertThat(scheduler.path("ports").get(1).path("nodePort").asInt()).isEqualTo(31993);
     assertThat(chart.get("Service", "hami-device-plugin-monitor").path("spec").path("ports").get(0).path("nodePort").asInt()).isEqualTo(31992);
     assertThat(chart.get("MutatingWebhookConfiguration", "hami-webhook").path("webhooks").get(0).path("failurePolicy").asString()).isEqualTo("Fail");
-    assertThat(readDeviceConfig(chart)).isEqualTo(DeviceConfig.DEFAULT);
+    assertThat(readDeviceConfig(chart)).isEqualTo(defaultsExempting("kube-system"));
     List<String> args = RenderedChart.args(chart.container("Deployment", "hami-scheduler", "vgpu-scheduler-extender"));
     assertThat(args).contains("--scheduler-name=hami-scheduler", "--node-scheduler-policy=binpack", "--gpu-scheduler-policy=spread", "--metrics-bind-address=:9395",
         "--leader-elect-resource-name=hami-scheduler", "--node-lock-timeout=5m");
@@ -354,10 +354,15 @@ class ChartTest {
 
   /** The rendered device config as vgpu's components read it. */
   static DeviceConfig readDeviceConfig(RenderedChart chart) {
+    return readDeviceConfig(chart.configMapFile("hami-scheduler-device", "device-config.yaml"));
+  }
+
+  /** A device config file's text as vgpu's components read it. */
+  static DeviceConfig readDeviceConfig(String text) {
     try {
       Path file = Files.createTempFile("device-config", ".yaml");
       try {
-        Files.writeString(file, chart.configMapFile("hami-scheduler-device", "device-config.yaml"));
+        Files.writeString(file, text);
         return new DeviceConfigReader(Set.of()).readFile(file);
       } finally {
         Files.delete(file);
@@ -365,6 +370,35 @@ class ChartTest {
     } catch (java.io.IOException e) {
       throw new java.io.UncheckedIOException(e);
     }
+  }
+
+  /** HAMi's defaults, with the watchdog leaving the pods of these namespaces alone. */
+  static DeviceConfig defaultsExempting(String... namespaces) {
+    return readDeviceConfig("nvidia:\n  watchdog:\n    exemptNamespaces: [" + String.join(", ", namespaces) + "]\n");
+  }
+
+  /**
+   * The watchdog holds a pod without a grant to a grant of 0 (vgpu.watchdog.ungranted.action, kill by
+   * default) and never acts on pods of the release's namespace, nor of those vgpu.watchdog.exemptNamespaces
+   * lists after it.
+   */
+  @Test
+  void theWatchdogKillsUngrantedUseOutsideTheReleaseNamespaceAndTheListedOnes() {
+    JsonNode defaults = YAML.readTree(RenderedChart.defaults().configMapFile("hami-scheduler-device", "device-config.yaml")).path("nvidia").path("watchdog");
+    assertThat(defaults.path("ungranted").toString()).isEqualTo("{\"action\":\"kill\"}");
+    assertThat(defaults.path("exemptNamespaces").toString()).isEqualTo("[\"kube-system\"]");
+
+    RenderedChart chart = RenderedChart.render(Options.defaults().with("vgpu.watchdog.ungranted.action", "report")
+        .with("vgpu.watchdog.exemptNamespaces[0]", "monitoring").with("vgpu.watchdog.exemptNamespaces[1]", "kube-system"));
+    JsonNode watchdog = YAML.readTree(chart.configMapFile("hami-scheduler-device", "device-config.yaml")).path("nvidia").path("watchdog");
+    assertThat(watchdog.path("ungranted").toString()).isEqualTo("{\"action\":\"report\"}");
+    assertThat(watchdog.path("exemptNamespaces").toString()).isEqualTo("[\"kube-system\",\"monitoring\"]");
+    // ... and vgpu's reader reads them as they were meant.
+    assertThat(readDeviceConfig(RenderedChart.defaults())).isEqualTo(defaultsExempting("kube-system"));
+    assertThat(readDeviceConfig(chart)).isEqualTo(readDeviceConfig("nvidia:\n  watchdog:\n    ungranted: {action: report}\n    exemptNamespaces: [kube-system, monitoring]\n"));
+
+    assertThat(RenderedChart.failure(Options.defaults().with("vgpu.watchdog.ungranted.action", "ignore"))).get().asString().contains("ungranted");
+    assertThat(RenderedChart.failure(Options.defaults().with("vgpu.watchdog.exemptNamespaces[0]", "Team_A"))).get().asString().contains("exemptNamespaces");
   }
 
   @Test
@@ -448,6 +482,7 @@ class ChartTest {
         override("device-config content", Options.defaults().with("device-config.content", "nvidia:\n  deviceSplitCount: 3\n"), chart ->
             assertThat(chart.configMapFile("hami-scheduler-device", "device-config.yaml")).isEqualTo("nvidia:\n  deviceSplitCount: 3\n")),
         override("watchdog and namespaces", Options.defaults().with("vgpu.watchdog.action", "report").with("vgpu.watchdog.toleranceMiB", "256")
+            .with("vgpu.watchdog.ungranted.action", "report").with("vgpu.watchdog.exemptNamespaces[0]", "monitoring")
             .with("vgpu.disableControlNamespaces[0]", "trusted").with("vgpu.webhookIgnoreLabelNamespaces[0]", "infra"), chart -> {
           DeviceConfig config = readDeviceConfig(chart);
           assertThat(config.watchdog().action()).isEqualTo(WatchdogConfig.Action.REPORT);
@@ -455,6 +490,12 @@ class ChartTest {
           assertThat(config.watchdog().pollInterval()).isEqualTo(Duration.ofSeconds(1));
           assertThat(config.disableControlNamespaces()).containsExactly("trusted");
           assertThat(config.webhookIgnoreLabelNamespaces()).containsExactly("infra");
+          assertThat(config).isEqualTo(readDeviceConfig("""
+              nvidia:
+                watchdog: {action: report, toleranceMiB: 256, ungranted: {action: report}, exemptNamespaces: [kube-system, monitoring]}
+                disableControlNamespaces: [trusted]
+                webhookIgnoreLabelNamespaces: [infra]
+              """));
         }),
         override("device plugin off", Options.defaults().with("devicePlugin.enabled", "false"), chart -> assertThat(chart.all("DaemonSet")).isEmpty()),
         override("another release name", Options.defaults().named("gpu"), chart -> {
