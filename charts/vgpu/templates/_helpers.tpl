@@ -28,6 +28,7 @@ it contains the chart's base name ("hami" unless nameOverride), else "<release>-
 {{- define "vgpu.webhook" -}}{{ include "vgpu.fullname" . }}-webhook{{- end -}}
 {{- define "vgpu.tlsSecret" -}}{{ include "vgpu.scheduler" . }}-tls{{- end -}}
 {{- define "vgpu.deviceConfig" -}}{{ include "vgpu.scheduler" . }}-device{{- end -}}
+{{- define "vgpu.grantKeySecret" -}}{{ include "vgpu.scheduler" . }}-grant-key{{- end -}}
 {{- define "vgpu.schedulerHost" -}}{{ include "vgpu.scheduler" . }}.{{ include "vgpu.namespace" . }}.svc{{- end -}}
 
 {{- define "vgpu.labels" -}}
@@ -124,4 +125,17 @@ HAMi's scheduler.certManager.enabled is set or the cluster serves cert-manager.i
 {{- if .Values.vgpu.extender.requireClientCertificate -}}
 {{- if .Values.scheduler.kubeScheduler.enabled -}}pod{{- else if .Values.vgpu.extender.clientCASecret -}}secret{{- end -}}
 {{- end -}}
+{{- end -}}
+
+{{/* The ServiceAccount users of the scheduler (shared with kube-scheduler in its pod) and of the node agent. */}}
+{{- define "vgpu.schedulerUser" -}}system:serviceaccount:{{ include "vgpu.namespace" . }}:{{ include "vgpu.scheduler" . }}{{- end -}}
+{{- define "vgpu.nodeAgentUser" -}}system:serviceaccount:{{ include "vgpu.namespace" . }}:{{ include "vgpu.devicePlugin" . }}{{- end -}}
+
+{{/*
+The pod annotations only vgpu writes, as a JSON list (also a CEL list): the scheduler's decision and
+bind phase (io.vgpu.k8s.admission.AdmissionMutator.SCHEDULER_OWNED) and the signature of the grant
+(io.vgpu.k8s.grant.GrantSignature.ANNOTATION). The label hami.io/vgpu-node is vgpu's too.
+*/}}
+{{- define "vgpu.schedulerOwnedAnnotations" -}}
+{{- toJson (list "hami.io/vgpu-node" "hami.io/vgpu-time" "hami.io/vgpu-devices-to-allocate" "hami.io/vgpu-devices-allocated" "hami.io/bind-phase" "hami.io/bind-time" "vgpu.io/grant-signature") -}}
 {{- end -}}

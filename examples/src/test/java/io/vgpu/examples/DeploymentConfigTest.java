@@ -102,14 +102,19 @@ class DeploymentConfigTest {
         "bindings:create",
         "resourcequotas:list", "resourcequotas:watch",
         "events:create");
-    assertThat(grants(object("Role", "hami-scheduler"))).contains("leases:list", "leases:watch");
+    assertThat(grants(object("Role", "hami-scheduler"))).contains("leases:list", "leases:watch", "secrets:create", "secrets:get"); // Lease, grant key
   }
 
+  /** HAMi's defaults, and the watchdog leaves the pods of the release's namespace alone. */
   @Test
-  void theDeviceConfigIsHamisDefaultsAndReadsWithoutError(@TempDir Path dir) throws Exception {
+  void theDeviceConfigIsHamisDefaultsWithTheReleaseNamespaceExempt(@TempDir Path dir) throws Exception {
     Path file = dir.resolve("device-config.yaml");
     Files.writeString(file, object("ConfigMap", "hami-scheduler-device").path("data").path("device-config.yaml").asString());
-    assertThat(new DeviceConfigReader(Set.of()).readFile(file)).isEqualTo(DeviceConfig.DEFAULT);
+    Path expected = dir.resolve("expected.yaml");
+    Files.writeString(expected, "nvidia:\n  watchdog:\n    exemptNamespaces: [kube-system]\n");
+    DeviceConfigReader reader = new DeviceConfigReader(Set.of());
+    assertThat(reader.readFile(file)).isEqualTo(reader.readFile(expected));
+    assertThat(reader.readFile(expected)).isNotEqualTo(DeviceConfig.DEFAULT);
   }
 
   @Test
@@ -118,6 +123,12 @@ class DeploymentConfigTest {
         "pods:list", "pods:watch", "pods:get", "pods:patch", // pod cache, popped entries, bind phase
         "nodes:get", "nodes:patch", "nodes:update", // registration (patch), lock release (update)
         "events:create"); // the watchdog's Warning Event on a pod over its memory grant
+    // The key that checks grant signatures, by name; pod and node writes are held to its node by a policy.
+    JsonNode role = object("Role", "hami-device-plugin");
+    assertThat(grants(role)).containsExactly("secrets:get");
+    assertThat(role.path("rules").get(0).path("resourceNames").toString()).isEqualTo("[\"hami-scheduler-grant-key\"]");
+    assertThat(object("ValidatingAdmissionPolicy", "hami-node-agent").path("spec").path("matchConditions").get(0).path("expression").asString())
+        .contains("system:serviceaccount:kube-system:hami-device-plugin");
     JsonNode daemonSet = object("DaemonSet", "hami-device-plugin");
     JsonNode pod = daemonSet.path("spec").path("template").path("spec");
     // NVML names GPU processes by host PID; the watchdog reads their cgroups and signals them.

@@ -39,7 +39,9 @@ class ChartRbacTest {
   private static final Map<String, String> SCHEDULER_NAMESPACE = new TreeMap<>(Map.ofEntries(
       Map.entry("leases/hami-scheduler:list", "LeaseLeadership: informer on kube-scheduler's Lease, by name"),
       Map.entry("leases/hami-scheduler:watch", "LeaseLeadership: informer on kube-scheduler's Lease, by name"),
-      Map.entry("secrets:create", "ServingSecret (vgpu certificates): the first pod stores the CA and certificate"),
+      Map.entry("secrets:create", "GrantKeySecret.ensure: the first scheduler stores the grant key; ServingSecret (vgpu certificates): the first pod stores the CA and certificate"),
+      Map.entry("secrets/hami-scheduler-grant-key:get", "GrantKeySecret.ensure: later schedulers read the grant key"),
+      Map.entry("secrets/hami-scheduler-grant-key:update", "GrantKeySecret.ensure: a Secret with no readable key is replaced, with the read resourceVersion"),
       Map.entry("secrets/hami-scheduler-tls:get", "ServingSecret: later pods read them"),
       Map.entry("secrets/hami-scheduler-tls:update", "ServingSecret: a renewal, with the read resourceVersion")));
 
@@ -52,6 +54,9 @@ class ChartRbacTest {
       Map.entry("nodes:patch", "NodeRegistrar: the register annotation and nvidia.com/gpu.* labels"),
       Map.entry("nodes:update", "NodeLock.release from PodAllocator"),
       Map.entry("events:create", "EventRecorder: the watchdog's GpuMemoryOverGrant event")));
+
+  private static final Map<String, String> DEVICE_PLUGIN_NAMESPACE = new TreeMap<>(Map.ofEntries(
+      Map.entry("secrets/hami-scheduler-grant-key:get", "GrantVerifier: GrantKeySecret.read, the key that checks the scheduler's grant signatures")));
 
   private static List<String> grants(JsonNode role) {
     List<String> grants = new ArrayList<>();
@@ -81,16 +86,29 @@ class ChartRbacTest {
   }
 
   @Test
-  void withCertManagerTheSchedulerWritesNoSecretAndNoWebhook() {
+  void withCertManagerTheSchedulerWritesNoServingSecretAndNoWebhook() {
     RenderedChart chart = RenderedChart.render(Options.defaults().with("vgpu.certificates.source", "cert-manager"));
     assertThat(grants(chart.get("ClusterRole", "hami-scheduler"))).containsExactlyInAnyOrderElementsOf(
         SCHEDULER_CLUSTER.keySet().stream().filter(g -> !g.startsWith("mutatingwebhookconfigurations")).toList());
-    assertThat(grants(chart.get("Role", "hami-scheduler"))).containsExactly("leases/hami-scheduler:list", "leases/hami-scheduler:watch");
+    assertThat(grants(chart.get("Role", "hami-scheduler"))).containsExactlyInAnyOrderElementsOf(
+        SCHEDULER_NAMESPACE.keySet().stream().filter(g -> !g.startsWith("secrets/hami-scheduler-tls")).toList());
   }
 
+  /**
+   * The node agent's reads are cluster-wide (a read cannot be limited by node); its writes to pods and
+   * nodes are held to its own node by the ValidatingAdmissionPolicy hami-node-agent
+   * (ChartAdmissionPolicyTest), and of Secrets it reads the grant key alone.
+   */
   @Test
   void theNodeAgentMayDoExactlyWhatItsCodeDoes() {
-    assertThat(grants(RenderedChart.defaults().get("ClusterRole", "hami-device-plugin"))).containsExactlyInAnyOrderElementsOf(DEVICE_PLUGIN.keySet());
+    RenderedChart chart = RenderedChart.defaults();
+    assertThat(grants(chart.get("ClusterRole", "hami-device-plugin"))).containsExactlyInAnyOrderElementsOf(DEVICE_PLUGIN.keySet());
+    assertThat(grants(chart.get("Role", "hami-device-plugin"))).containsExactlyInAnyOrderElementsOf(DEVICE_PLUGIN_NAMESPACE.keySet());
+    JsonNode binding = chart.get("RoleBinding", "hami-device-plugin");
+    assertThat(binding.path("roleRef").path("name").asString()).isEqualTo("hami-device-plugin");
+    assertThat(binding.path("subjects").get(0).path("name").asString()).isEqualTo("hami-device-plugin");
+    assertThat(chart.get("ValidatingAdmissionPolicy", "hami-node-agent").path("spec").path("matchConstraints").path("resourceRules").get(0).path("resources").toString())
+        .isEqualTo("[\"pods\",\"pods/status\",\"nodes\",\"nodes/status\"]");
   }
 
   @Test

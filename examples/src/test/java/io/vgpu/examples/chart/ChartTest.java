@@ -194,6 +194,7 @@ class ChartTest {
     // A pod that arrives with the scheduler's annotations or label is sent, so the webhook removes them.
     assertThat(matches(condition, withMetadata(pod("limits", "cpu", "1"), "annotations", "hami.io/vgpu-devices-allocated"))).isTrue();
     assertThat(matches(condition, withMetadata(pod("limits", "cpu", "1"), "annotations", "hami.io/bind-phase"))).isTrue();
+    assertThat(matches(condition, withMetadata(pod("limits", "cpu", "1"), "annotations", "vgpu.io/grant-signature"))).isTrue();
     assertThat(matches(condition, withMetadata(pod("limits", "cpu", "1"), "labels", "hami.io/vgpu-node"))).isTrue();
     assertThat(matches(condition, withMetadata(pod("limits", "cpu", "1"), "annotations", "example.com/other"))).isFalse();
   }
@@ -280,7 +281,7 @@ class ChartTest {
     assertThat(scheduler.path("ports").get(1).path("nodePort").asInt()).isEqualTo(31993);
     assertThat(chart.get("Service", "hami-device-plugin-monitor").path("spec").path("ports").get(0).path("nodePort").asInt()).isEqualTo(31992);
     assertThat(chart.get("MutatingWebhookConfiguration", "hami-webhook").path("webhooks").get(0).path("failurePolicy").asString()).isEqualTo("Fail");
-    assertThat(readDeviceConfig(chart)).isEqualTo(DeviceConfig.DEFAULT);
+    assertThat(readDeviceConfig(chart)).isEqualTo(defaultsExempting("kube-system"));
     List<String> args = RenderedChart.args(chart.container("Deployment", "hami-scheduler", "vgpu-scheduler-extender"));
     assertThat(args).contains("--scheduler-name=hami-scheduler", "--node-scheduler-policy=binpack", "--gpu-scheduler-policy=spread", "--metrics-bind-address=:9395",
         "--leader-elect-resource-name=hami-scheduler", "--node-lock-timeout=5m");
@@ -353,10 +354,15 @@ class ChartTest {
 
   /** The rendered device config as vgpu's components read it. */
   static DeviceConfig readDeviceConfig(RenderedChart chart) {
+    return readDeviceConfig(chart.configMapFile("hami-scheduler-device", "device-config.yaml"));
+  }
+
+  /** A device config file's text as vgpu's components read it. */
+  static DeviceConfig readDeviceConfig(String text) {
     try {
       Path file = Files.createTempFile("device-config", ".yaml");
       try {
-        Files.writeString(file, chart.configMapFile("hami-scheduler-device", "device-config.yaml"));
+        Files.writeString(file, text);
         return new DeviceConfigReader(Set.of()).readFile(file);
       } finally {
         Files.delete(file);
@@ -364,6 +370,35 @@ class ChartTest {
     } catch (java.io.IOException e) {
       throw new java.io.UncheckedIOException(e);
     }
+  }
+
+  /** HAMi's defaults, with the watchdog leaving the pods of these namespaces alone. */
+  static DeviceConfig defaultsExempting(String... namespaces) {
+    return readDeviceConfig("nvidia:\n  watchdog:\n    exemptNamespaces: [" + String.join(", ", namespaces) + "]\n");
+  }
+
+  /**
+   * The watchdog holds a pod without a grant to a grant of 0 (vgpu.watchdog.ungranted.action, kill by
+   * default) and never acts on pods of the release's namespace, nor of those vgpu.watchdog.exemptNamespaces
+   * lists after it.
+   */
+  @Test
+  void theWatchdogKillsUngrantedUseOutsideTheReleaseNamespaceAndTheListedOnes() {
+    JsonNode defaults = YAML.readTree(RenderedChart.defaults().configMapFile("hami-scheduler-device", "device-config.yaml")).path("nvidia").path("watchdog");
+    assertThat(defaults.path("ungranted").toString()).isEqualTo("{\"action\":\"kill\"}");
+    assertThat(defaults.path("exemptNamespaces").toString()).isEqualTo("[\"kube-system\"]");
+
+    RenderedChart chart = RenderedChart.render(Options.defaults().with("vgpu.watchdog.ungranted.action", "report")
+        .with("vgpu.watchdog.exemptNamespaces[0]", "monitoring").with("vgpu.watchdog.exemptNamespaces[1]", "kube-system"));
+    JsonNode watchdog = YAML.readTree(chart.configMapFile("hami-scheduler-device", "device-config.yaml")).path("nvidia").path("watchdog");
+    assertThat(watchdog.path("ungranted").toString()).isEqualTo("{\"action\":\"report\"}");
+    assertThat(watchdog.path("exemptNamespaces").toString()).isEqualTo("[\"kube-system\",\"monitoring\"]");
+    // ... and vgpu's reader reads them as they were meant.
+    assertThat(readDeviceConfig(RenderedChart.defaults())).isEqualTo(defaultsExempting("kube-system"));
+    assertThat(readDeviceConfig(chart)).isEqualTo(readDeviceConfig("nvidia:\n  watchdog:\n    ungranted: {action: report}\n    exemptNamespaces: [kube-system, monitoring]\n"));
+
+    assertThat(RenderedChart.failure(Options.defaults().with("vgpu.watchdog.ungranted.action", "ignore"))).get().asString().contains("ungranted");
+    assertThat(RenderedChart.failure(Options.defaults().with("vgpu.watchdog.exemptNamespaces[0]", "Team_A"))).get().asString().contains("exemptNamespaces");
   }
 
   @Test
@@ -404,10 +439,8 @@ class ChartTest {
     return Stream.of(
         override("cert-manager", Options.defaults().with("vgpu.certificates.source", "cert-manager"), chart -> {
           assertThat(chart.get("Certificate", "hami-scheduler-serving-cert").path("spec").path("secretName").asString()).isEqualTo("hami-scheduler-tls");
-          assertThat(chart.get("MutatingWebhookConfiguration", "hami-webhook").path("metadata").path("annotations").path("cert-manager.io/inject-ca-from").asString())
-              .isEqualTo("kube-system/hami-scheduler-serving-cert");
           assertThat(RenderedChart.args(chart.container("Deployment", "hami-scheduler", "certificates"))).containsExactly("certificates", "--client-dir=/client-tls");
-          assertThat(chart.get("Role", "hami-scheduler").toString()).doesNotContain("secrets");
+          assertThat(chart.get("Role", "hami-scheduler").toString()).doesNotContain("hami-scheduler-tls");
           assertThat(chart.get("ClusterRole", "hami-scheduler").toString()).doesNotContain("mutatingwebhookconfigurations");
         }),
         override("HAMi's certManager.enabled", Options.defaults().with("scheduler.certManager.enabled", "true"), chart ->
@@ -449,6 +482,7 @@ class ChartTest {
         override("device-config content", Options.defaults().with("device-config.content", "nvidia:\n  deviceSplitCount: 3\n"), chart ->
             assertThat(chart.configMapFile("hami-scheduler-device", "device-config.yaml")).isEqualTo("nvidia:\n  deviceSplitCount: 3\n")),
         override("watchdog and namespaces", Options.defaults().with("vgpu.watchdog.action", "report").with("vgpu.watchdog.toleranceMiB", "256")
+            .with("vgpu.watchdog.ungranted.action", "report").with("vgpu.watchdog.exemptNamespaces[0]", "monitoring")
             .with("vgpu.disableControlNamespaces[0]", "trusted").with("vgpu.webhookIgnoreLabelNamespaces[0]", "infra"), chart -> {
           DeviceConfig config = readDeviceConfig(chart);
           assertThat(config.watchdog().action()).isEqualTo(WatchdogConfig.Action.REPORT);
@@ -456,6 +490,12 @@ class ChartTest {
           assertThat(config.watchdog().pollInterval()).isEqualTo(Duration.ofSeconds(1));
           assertThat(config.disableControlNamespaces()).containsExactly("trusted");
           assertThat(config.webhookIgnoreLabelNamespaces()).containsExactly("infra");
+          assertThat(config).isEqualTo(readDeviceConfig("""
+              nvidia:
+                watchdog: {action: report, toleranceMiB: 256, ungranted: {action: report}, exemptNamespaces: [kube-system, monitoring]}
+                disableControlNamespaces: [trusted]
+                webhookIgnoreLabelNamespaces: [infra]
+              """));
         }),
         override("device plugin off", Options.defaults().with("devicePlugin.enabled", "false"), chart -> assertThat(chart.all("DaemonSet")).isEmpty()),
         override("another release name", Options.defaults().named("gpu"), chart -> {
@@ -479,6 +519,105 @@ class ChartTest {
     check.accept(chart);
   }
 
+  /**
+   * cert-manager mode: a self-signed Issuer makes only the release's CA, a CA Issuer signs the serving
+   * certificate with it, and what checks the serving certificate trusts the CA: kube-scheduler's caFile
+   * is the serving Secret's ca.crt (a CA Issuer writes the CA there) and cainjector fills the webhook's
+   * caBundle from the CA Certificate. A renewed serving certificate then chains to what both read once
+   * (ServingCertificateRenewalTest in vgpu-k8s shows it over TLS). Before, the self-signed Issuer signed
+   * the serving certificate itself: ca.crt was that certificate, and the first renewal broke the trust.
+   */
+  @Test
+  void withCertManagerTheServingCertificateIsSignedByACaThatKubeSchedulerAndTheWebhookTrust() {
+    RenderedChart chart = RenderedChart.render(Options.defaults().with("vgpu.certificates.source", "cert-manager"));
+    assertThat(chart.all("Issuer").stream().map(Document::name)).containsExactlyInAnyOrder("hami-scheduler-selfsigned-issuer", "hami-scheduler-ca-issuer");
+    assertThat(chart.all("Certificate").stream().map(Document::name)).containsExactlyInAnyOrder("hami-scheduler-ca", "hami-scheduler-serving-cert");
+    assertThat(chart.get("Issuer", "hami-scheduler-selfsigned-issuer").path("spec").has("selfSigned")).isTrue();
+
+    JsonNode ca = chart.get("Certificate", "hami-scheduler-ca").path("spec");
+    assertThat(ca.path("isCA").asBoolean()).isTrue();
+    assertThat(ca.path("issuerRef").toString()).isEqualTo("{\"name\":\"hami-scheduler-selfsigned-issuer\",\"kind\":\"Issuer\"}");
+    // Renewing the CA keeps its key, so certificates signed after still chain to the CA read before.
+    assertThat(ca.path("privateKey").path("rotationPolicy").asString()).isEqualTo("Never");
+    assertThat(Duration.parse("PT" + ca.path("duration").asString().toUpperCase())).isGreaterThanOrEqualTo(Duration.ofDays(3650));
+    assertThat(chart.get("Issuer", "hami-scheduler-ca-issuer").path("spec").path("ca").path("secretName").asString()).isEqualTo(ca.path("secretName").asString());
+
+    JsonNode serving = chart.get("Certificate", "hami-scheduler-serving-cert").path("spec");
+    assertThat(serving.path("isCA").asBoolean(false)).isFalse();
+    assertThat(serving.path("issuerRef").toString()).isEqualTo("{\"name\":\"hami-scheduler-ca-issuer\",\"kind\":\"Issuer\"}");
+    for (Document certificate : chart.all("Certificate")) {
+      if (certificate.tree().path("spec").path("issuerRef").path("name").asString().equals("hami-scheduler-selfsigned-issuer")) {
+        assertThat(certificate.tree().path("spec").path("isCA").asBoolean(false)).as(certificate.name() + ": the self-signed Issuer makes only the CA").isTrue();
+      }
+    }
+
+    // The pod serves the serving Secret and kube-scheduler trusts the ca.crt beside it.
+    JsonNode pod = chart.get("Deployment", "hami-scheduler").path("spec").path("template").path("spec");
+    JsonNode extender = chart.container("Deployment", "hami-scheduler", "vgpu-scheduler-extender");
+    JsonNode kubeScheduler = chart.container("Deployment", "hami-scheduler", "kube-scheduler");
+    JsonNode tls = YAML.readTree(chart.configMapFile("hami-scheduler", "config.yaml")).path("extenders").get(0).path("tlsConfig");
+    assertThat(tls.path("caFile").asString()).isEqualTo("/tls/ca.crt");
+    assertThat(volumeOf(pod, mountOf(kubeScheduler, "/tls/ca.crt").path("name").asString()).path("secret").path("secretName").asString()).isEqualTo(serving.path("secretName").asString());
+    String certFile = RenderedChart.flag(RenderedChart.args(extender), "--cert_file").orElseThrow();
+    assertThat(volumeOf(pod, mountOf(extender, certFile).path("name").asString()).path("secret").path("secretName").asString()).isEqualTo("hami-scheduler-tls");
+    assertThat(serving.path("secretName").asString()).isEqualTo("hami-scheduler-tls");
+    assertThat(serving.path("dnsNames").toString()).contains("\"" + tls.path("serverName").asString() + "\"");
+    // cainjector writes the CA Certificate's CA into the webhook's caBundle.
+    assertThat(chart.get("MutatingWebhookConfiguration", "hami-webhook").path("metadata").path("annotations").path("cert-manager.io/inject-ca-from").asString())
+        .isEqualTo("kube-system/hami-scheduler-ca");
+  }
+
+  /**
+   * The scheduler's pod is ready only while it leads, and the old pod holds kube-scheduler's Lease until
+   * it stops: a RollingUpdate would wait for a ready new pod forever, so the Deployment is Recreate.
+   */
+  @Test
+  void theSchedulerDeploymentIsReplacedNotRolled() {
+    for (Options options : List.of(Options.defaults(), Options.defaults().with("scheduler.replicas", "2"), Options.defaults().values(RenderedChart.HAMI_VALUES))) {
+      RenderedChart chart = RenderedChart.render(options);
+      assertThat(chart.get("Deployment", "hami-scheduler").path("spec").path("strategy").toString()).isEqualTo("{\"type\":\"Recreate\"}");
+      assertThat(chart.container("Deployment", "hami-scheduler", "vgpu-scheduler-extender").path("readinessProbe").path("httpGet").path("path").asString()).isEqualTo("/readyz");
+    }
+  }
+
+  /** A bind waits for a contended node lock 2 s less than kube-scheduler waits for the bind, unless told otherwise. */
+  @Test
+  void aBindWaitsForTheNodeLockLessThanKubeSchedulerWaitsForIt() {
+    for (int timeout : List.of(30, 60, 3)) {
+      RenderedChart chart = RenderedChart.render(Options.defaults().with("scheduler.extenderHTTPTimeout", String.valueOf(timeout)));
+      assertRunnable(chart);
+      assertThat(RenderedChart.args(chart.container("Deployment", "hami-scheduler", "vgpu-scheduler-extender"))).contains("--node-lock-retry-timeout=" + (timeout - 2) + "s");
+      assertThat(YAML.readTree(chart.configMapFile("hami-scheduler", "config.yaml")).path("extenders").get(0).path("httpTimeout").asString()).isEqualTo(timeout + "s");
+    }
+    assertThat(RenderedChart.args(RenderedChart.defaults().container("Deployment", "hami-scheduler", "vgpu-scheduler-extender"))).contains("--node-lock-retry-timeout=28s");
+    for (String given : List.of("10", "45s")) {
+      List<String> args = RenderedChart.args(RenderedChart.render(Options.defaults().with("scheduler.nodeLockRetryTimeout", given)).container("Deployment", "hami-scheduler", "vgpu-scheduler-extender"));
+      assertThat(args.stream().filter(a -> a.startsWith("--node-lock-retry-timeout="))).containsExactly("--node-lock-retry-timeout=" + (given.endsWith("s") ? given : given + "s"));
+    }
+    assertThat(RenderedChart.failure(Options.defaults().with("scheduler.extenderHTTPTimeout", "2"))).get().asString().contains("extenderHTTPTimeout");
+  }
+
+  /**
+   * The scheduler signs each grant with the key in one Secret of the release's namespace and every node
+   * agent verifies with it: both containers name the same Secret, and each component's Role may read it
+   * by that name.
+   */
+  @Test
+  void theSchedulerAndTheNodeAgentShareTheGrantKeySecret() {
+    for (Options options : List.of(Options.defaults(), Options.defaults().named("gpu"))) {
+      RenderedChart chart = RenderedChart.render(options);
+      String scheduler = options.release().equals("gpu") ? "gpu-hami-scheduler" : "hami-scheduler";
+      String agent = options.release().equals("gpu") ? "gpu-hami-device-plugin" : "hami-device-plugin";
+      String secret = RenderedChart.flag(RenderedChart.args(chart.container("Deployment", scheduler, "vgpu-scheduler-extender")), "--grant-key-secret").orElseThrow();
+      assertThat(secret).isEqualTo("kube-system/" + scheduler + "-grant-key");
+      assertThat(RenderedChart.flag(RenderedChart.args(chart.container("DaemonSet", agent, "device-plugin")), "--grant-key-secret")).contains(secret);
+      String name = secret.substring(secret.indexOf('/') + 1);
+      assertThat(chart.get("Role", scheduler).path("rules").findValues("resourceNames").toString()).contains("\"" + name + "\"");
+      assertThat(chart.get("Role", agent).path("rules").get(0).path("resourceNames").toString()).isEqualTo("[\"" + name + "\"]");
+      assertThat(chart.get("Role", agent).path("metadata").path("namespace").asString()).isEqualTo(secret.substring(0, secret.indexOf('/')));
+    }
+  }
+
   @Test
   void renderedObjectsAreTheOnlyOnesTheTemplatesMake() {
     List<String> kinds = new ArrayList<>();
@@ -488,7 +627,9 @@ class ChartTest {
         "ClusterRole/hami-scheduler", "ClusterRoleBinding/hami-scheduler", "Role/hami-scheduler", "RoleBinding/hami-scheduler",
         "Role/hami-kube-scheduler", "RoleBinding/hami-kube-scheduler",
         "ClusterRoleBinding/hami-scheduler-kube-scheduler", "ClusterRoleBinding/hami-scheduler-volume-scheduler",
-        "ClusterRole/hami-device-plugin", "ClusterRoleBinding/hami-device-plugin",
+        "ClusterRole/hami-device-plugin", "ClusterRoleBinding/hami-device-plugin", "Role/hami-device-plugin", "RoleBinding/hami-device-plugin",
+        "ValidatingAdmissionPolicy/hami-scheduler-owned", "ValidatingAdmissionPolicyBinding/hami-scheduler-owned",
+        "ValidatingAdmissionPolicy/hami-node-agent", "ValidatingAdmissionPolicyBinding/hami-node-agent",
         "ConfigMap/hami-scheduler", "ConfigMap/hami-scheduler-device",
         "Service/hami-scheduler", "Service/hami-device-plugin-monitor",
         "Deployment/hami-scheduler", "DaemonSet/hami-device-plugin", "MutatingWebhookConfiguration/hami-webhook");
