@@ -3,6 +3,7 @@ package io.vgpu.examples.lab;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.vgpu.api.PodRef;
+import io.vgpu.examples.lab.apiserver.UserInfo;
 import io.vgpu.examples.lab.components.ComponentProcess;
 import io.vgpu.examples.lab.kubelet.KubeletStandIn;
 import io.vgpu.examples.lab.kubelet.LabPodRunner;
@@ -116,7 +117,7 @@ public final class LabRun {
     Pod pod = PodJson.copy(event.pod());
     pod.getMetadata().setNamespace(ref.namespace());
     try {
-      Pod created = cluster.client().pods().inNamespace(ref.namespace()).resource(pod).create();
+      Pod created = cluster.client(UserInfo.TENANT).pods().inNamespace(ref.namespace()).resource(pod).create();
       pods.put(ref, Optional.empty());
       String uid = created.getMetadata().getUid();
       await(() -> cluster.kubeScheduler().seen(uid), () -> "kube-scheduler to see " + ref);
@@ -146,7 +147,7 @@ public final class LabRun {
       return;
     }
     String uid = pod.getMetadata().getUid();
-    cluster.client().pods().inNamespace(ref.namespace()).withName(ref.name()).withGracePeriod(0).delete();
+    cluster.client(UserInfo.TENANT).pods().inNamespace(ref.namespace()).withName(ref.name()).withGracePeriod(0).delete();
     await(() -> cluster.kubeScheduler().seenDeleted(uid), () -> "kube-scheduler to see " + ref + " deleted");
     String node = pod.getSpec().getNodeName();
     if (node != null && cluster.kubelets().containsKey(node)) {

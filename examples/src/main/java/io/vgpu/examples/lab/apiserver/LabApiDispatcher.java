@@ -20,6 +20,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -30,7 +31,8 @@ import tools.jackson.databind.node.ArrayNode;
 import tools.jackson.databind.node.ObjectNode;
 
 /**
- * fabric8's CRUD mock API server plus what a real API server does that it does not: the mutating
+ * fabric8's CRUD mock API server plus what a real API server does that it does not: authentication (a
+ * bearer token the stand-in issued, else 401); the mutating
  * admission webhook on pod creation; the Binding subresource ({@code pods/{name}/binding}) and the
  * {@code bindings} collection, which set {@code spec.nodeName} once and answer 409 Conflict after;
  * and the {@code spec.nodeName} field selector on pod lists and watches (the node agent follows its
@@ -50,7 +52,13 @@ final class LabApiDispatcher extends Dispatcher {
 
   private final KubernetesCrudDispatcher crud = new IndexedCrudDispatcher();
   private final AtomicReference<@Nullable AdmissionWebhookCaller> admission = new AtomicReference<>();
+  private final BearerTokens tokens;
   private final Object bindingLock = new Object();
+
+  /** A dispatcher that takes the users of {@code tokens}. */
+  LabApiDispatcher(BearerTokens tokens) {
+    this.tokens = tokens;
+  }
 
   /**
    * Calls the webhooks of the named {@code MutatingWebhookConfiguration}, as stored at each pod creation,
@@ -93,6 +101,10 @@ final class LabApiDispatcher extends Dispatcher {
   @Override
   public MockResponse dispatch(RecordedRequest request) {
     try {
+      Optional<UserInfo> user = tokens.authenticate(request);
+      if (user.isEmpty()) {
+        return status(401, "Unauthorized", "Unauthorized");
+      }
       URI uri = URI.create(request.getPath());
       String path = uri.getRawPath();
       HttpMethod method = request.method();
@@ -108,7 +120,7 @@ final class LabApiDispatcher extends Dispatcher {
         }
         m = POD_CREATE.matcher(path);
         if (m.matches()) {
-          return createPod(request, m.group(1));
+          return createPod(request, m.group(1), user.get());
         }
       }
       if (method == HttpMethod.GET && path.equals("/version")) {
@@ -132,14 +144,14 @@ final class LabApiDispatcher extends Dispatcher {
     return request.getBody() == null ? "" : new String(request.getBody().getBytes(), StandardCharsets.UTF_8);
   }
 
-  private MockResponse createPod(RecordedRequest request, String namespace) {
+  private MockResponse createPod(RecordedRequest request, String namespace, UserInfo user) {
     JsonNode pod = JSON.readTree(body(request));
     if (pod instanceof ObjectNode object) {
       object.withObject("metadata").put("namespace", namespace);
     }
     AdmissionWebhookCaller caller = admission.get();
     if (caller != null) {
-      AdmissionWebhookCaller.Outcome outcome = caller.admitCreate(pod, namespaceLabels(namespace));
+      AdmissionWebhookCaller.Outcome outcome = caller.admitCreate(pod, namespaceLabels(namespace), user);
       if (!outcome.allowed()) {
         return status(400, "BadRequest", outcome.message());
       }

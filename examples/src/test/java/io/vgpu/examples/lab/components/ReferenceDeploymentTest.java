@@ -2,6 +2,7 @@ package io.vgpu.examples.lab.components;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.vgpu.examples.lab.apiserver.UserInfo;
 import io.vgpu.examples.lab.kubescheduler.KubeSchedulerConfig;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -40,6 +41,15 @@ class ReferenceDeploymentTest {
     assertThat(config.extender().certFile()).isEqualTo("/client-tls/tls.crt");
     assertThat(DEPLOYMENT.certificates().args()).first().isEqualTo("certificates");
     assertThat(DEPLOYMENT.webhookConfiguration().path("webhooks").get(0).path("name").asString()).isEqualTo("vgpu.hami.io");
+  }
+
+  @Test
+  void eachComponentIsTheServiceAccountItsWorkloadNames() {
+    assertThat(DEPLOYMENT.schedulerUser()).isEqualTo(UserInfo.serviceAccount("kube-system", "hami-scheduler"));
+    assertThat(DEPLOYMENT.schedulerUser().groups()).containsExactly("system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated");
+    UserInfo agent = DEPLOYMENT.devicePluginUser("worker1");
+    assertThat(agent.username()).isEqualTo("system:serviceaccount:kube-system:hami-device-plugin");
+    assertThat(agent.extra()).containsExactly(Map.entry(UserInfo.NODE_NAME_CLAIM, List.of("worker1")));
   }
 
   @Test
