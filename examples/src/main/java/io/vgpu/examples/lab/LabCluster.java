@@ -7,6 +7,8 @@ import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.api.model.ResourceQuotaBuilder;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhookConfiguration;
+import io.fabric8.kubernetes.api.model.admissionregistration.v1.ValidatingAdmissionPolicy;
+import io.fabric8.kubernetes.api.model.admissionregistration.v1.ValidatingAdmissionPolicyBinding;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.vgpu.api.SchedulableDevice;
 import io.vgpu.core.DeviceRegistrar;
@@ -275,6 +277,15 @@ public final class LabCluster implements AutoCloseable {
     webhookName = webhook.path("metadata").path("name").asString("");
     client.admissionRegistration().v1().mutatingWebhookConfigurations()
         .resource(PodJson.mapper().treeToValue(webhook, MutatingWebhookConfiguration.class)).create();
+    // Its ValidatingAdmissionPolicies and their bindings: from now on the API server applies them to every write.
+    for (JsonNode object : deployment.admissionPolicies()) {
+      if (object.path("kind").asString("").equals("ValidatingAdmissionPolicy")) {
+        client.admissionRegistration().v1().validatingAdmissionPolicies().resource(PodJson.mapper().treeToValue(object, ValidatingAdmissionPolicy.class)).create();
+      } else {
+        client.admissionRegistration().v1().validatingAdmissionPolicyBindings()
+            .resource(PodJson.mapper().treeToValue(object, ValidatingAdmissionPolicyBinding.class)).create();
+      }
+    }
     scenario.quotas().forEach((ns, limits) -> {
       Map<String, Quantity> hard = new LinkedHashMap<>();
       if (limits.memoryMiB() != QuotaLimits.UNLIMITED) {

@@ -178,6 +178,14 @@ public final class ReferenceDeployment {
     return workload.path("spec").path("template").path("spec").path("serviceAccountName").asString("default");
   }
 
+  /**
+   * The deployment's ValidatingAdmissionPolicies and ValidatingAdmissionPolicyBindings, as written (none
+   * when it has none): the API server applies them to every write once they are stored.
+   */
+  public List<JsonNode> admissionPolicies() {
+    return objects.stream().filter(o -> kind(o).equals("ValidatingAdmissionPolicy") || kind(o).equals("ValidatingAdmissionPolicyBinding")).toList();
+  }
+
   /** kube-scheduler's {@code KubeSchedulerConfiguration}. */
   public JsonNode schedulerConfiguration() {
     return schedulerConfig;
