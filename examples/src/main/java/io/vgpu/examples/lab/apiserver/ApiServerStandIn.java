@@ -118,10 +118,10 @@ public final class ApiServerStandIn implements AutoCloseable {
   }
 
   /**
-   * Stops the server. fabric8's server gives up waiting for its event loop when a watch's close handler
-   * holds that loop (it waits there for the watch's own executor, up to 10 s) and says so with an
-   * exception; the listener is closed either way, and a lab tearing down must go on to stop its
-   * containers and remove its cgroups, so that is not an error here.
+   * Stops the server. fabric8's server gives up waiting for its event loop when something holds that
+   * loop (a watch's close handler did, before {@link FilteringWatchListener} moved them off it) and says
+   * so with an exception; the listener is closed either way, and a lab tearing down must go on to stop
+   * its containers and remove its cgroups, so that is not an error here.
    */
   @Override
   public void close() {

@@ -227,13 +227,17 @@ final class LabApiDispatcher extends Dispatcher {
     return new MockResponse().setResponseCode(200).setHeader("Content-Type", "application/json").setBody(JSON.writeValueAsString(body));
   }
 
-  /** A watch that names a resource version gets only what changed after it (fabric8's replays every object first). */
+  /**
+   * A watch that names a resource version gets only what changed after it (fabric8's replays every
+   * object first); every watch's end reaches fabric8 off the event loop ({@link FilteringWatchListener}).
+   */
   private static MockResponse fromResourceVersion(MockResponse response, @Nullable String rawQuery) {
-    if (response.getWebSocketListener() == null || rawQuery == null) {
+    if (response.getWebSocketListener() == null) {
       return response;
     }
-    long since = ResourceVersionWatchFilter.since(rawQuery);
-    return since == 0 ? response : response.withWebSocketUpgrade(new ResourceVersionWatchFilter(response.getWebSocketListener(), since));
+    long since = rawQuery == null ? 0 : ResourceVersionWatchFilter.since(rawQuery);
+    return response.withWebSocketUpgrade(
+        since == 0 ? FilteringWatchListener.unfiltered(response.getWebSocketListener()) : new ResourceVersionWatchFilter(response.getWebSocketListener(), since));
   }
 
   private static @Nullable String nodeNameSelector(@Nullable String rawQuery) {
