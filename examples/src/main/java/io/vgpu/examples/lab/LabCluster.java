@@ -7,11 +7,14 @@ import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.api.model.ResourceQuotaBuilder;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhookConfiguration;
+import io.fabric8.kubernetes.api.model.admissionregistration.v1.ValidatingAdmissionPolicy;
+import io.fabric8.kubernetes.api.model.admissionregistration.v1.ValidatingAdmissionPolicyBinding;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.vgpu.api.SchedulableDevice;
 import io.vgpu.core.DeviceRegistrar;
 import io.vgpu.core.QuotaLimits;
 import io.vgpu.examples.lab.apiserver.ApiServerStandIn;
+import io.vgpu.examples.lab.apiserver.UserInfo;
 import io.vgpu.examples.lab.components.ComponentProcess;
 import io.vgpu.examples.lab.components.JavaCommand;
 import io.vgpu.examples.lab.components.ReferenceDeployment;
@@ -83,6 +86,7 @@ public final class LabCluster implements AutoCloseable {
   private final HttpClient plainHttp = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(2)).build();
   private ApiServerStandIn api;
   private KubernetesClient client;
+  private final Map<UserInfo, KubernetesClient> userClients = new java.util.concurrent.ConcurrentHashMap<>();
   private CgroupPlacement cgroups;
   private ContainerRuntime runtime;
   private ComponentProcess scheduler;
@@ -148,7 +152,8 @@ public final class LabCluster implements AutoCloseable {
     }
     api = ApiServerStandIn.start();
     client = api.client();
-    Path kubeconfig = api.writeKubeconfig(workspace.file("kubeconfig"));
+    // The scheduler pod's containers share its ServiceAccount; each node agent is its own (LAB.md's identities).
+    Path kubeconfig = api.writeKubeconfig(workspace.file("kubeconfigs/scheduler"), deployment.schedulerUser());
     createObjects();
 
     deviceConfigFile = workspace.file("config/device-config.yaml");
@@ -162,7 +167,7 @@ public final class LabCluster implements AutoCloseable {
       machines.put(node.name(), machine);
       Path plugins = workspace.socketDirectory("nodes/" + node.name() + "/device-plugins", "nvidia-gpu.sock");
       try {
-        kubelets.put(node.name(), new KubeletStandIn(node.name(), plugins, client, new LabPodRunner(node.name(), runtime, machine, probe, driverLibraries)));
+        kubelets.put(node.name(), new KubeletStandIn(node.name(), plugins, client(UserInfo.node(node.name())), new LabPodRunner(node.name(), runtime, machine, probe, driverLibraries)));
       } catch (IOException e) {
         throw new UnavailableException("cannot start the kubelet of node " + node.name() + ": " + e.getMessage());
       }
@@ -182,7 +187,7 @@ public final class LabCluster implements AutoCloseable {
       Map<String, String> agentPlaces = new LinkedHashMap<>();
       agentPlaces.put("--device-config-file", deviceConfigFile.toString());
       agentPlaces.put("--node-name", node.name());
-      agentPlaces.put("--kubeconfig", kubeconfig.toString());
+      agentPlaces.put("--kubeconfig", api.writeKubeconfig(workspace.file("kubeconfigs/device-plugin-" + node.name()), deployment.devicePluginUser(node.name())).toString());
       agentPlaces.put("--device-plugin-dir", workspace.root().resolve("nodes/" + node.name() + "/device-plugins").toString());
       agentPlaces.put("--hook-path", workspace.directory("nodes/" + node.name() + "/hook").toString());
       agentPlaces.put("--metrics-bind-address", "127.0.0.1:" + metrics);
@@ -204,7 +209,7 @@ public final class LabCluster implements AutoCloseable {
     KubeSchedulerConfig kubeSchedulerConfig = KubeSchedulerConfig.of(deployment.schedulerConfiguration());
     URI prefix = kubeSchedulerConfig.extender().urlPrefix();
     int extenderPort = launch.labPort(prefix.getPort() < 0 ? 443 : prefix.getPort(), "the extender's urlPrefix " + prefix);
-    kubeScheduler = new KubeSchedulerStandIn(client, kubeSchedulerConfig, URI.create("https://127.0.0.1:" + extenderPort + prefix.getRawPath()),
+    kubeScheduler = new KubeSchedulerStandIn(client(deployment.schedulerUser()), kubeSchedulerConfig, URI.create("https://127.0.0.1:" + extenderPort + prefix.getRawPath()),
         launch.kubeSchedulerTls(kubeSchedulerConfig), () -> nodeOrder, launch.podName());
     int webhookPort = deployment.webhookContainerPort();
     api.admission(webhookName, URI.create("https://127.0.0.1:" + launch.labPort(webhookPort, "the webhook's Service port")));
@@ -272,6 +277,15 @@ public final class LabCluster implements AutoCloseable {
     webhookName = webhook.path("metadata").path("name").asString("");
     client.admissionRegistration().v1().mutatingWebhookConfigurations()
         .resource(PodJson.mapper().treeToValue(webhook, MutatingWebhookConfiguration.class)).create();
+    // Its ValidatingAdmissionPolicies and their bindings: from now on the API server applies them to every write.
+    for (JsonNode object : deployment.admissionPolicies()) {
+      if (object.path("kind").asString("").equals("ValidatingAdmissionPolicy")) {
+        client.admissionRegistration().v1().validatingAdmissionPolicies().resource(PodJson.mapper().treeToValue(object, ValidatingAdmissionPolicy.class)).create();
+      } else {
+        client.admissionRegistration().v1().validatingAdmissionPolicyBindings()
+            .resource(PodJson.mapper().treeToValue(object, ValidatingAdmissionPolicyBinding.class)).create();
+      }
+    }
     scenario.quotas().forEach((ns, limits) -> {
       Map<String, Quantity> hard = new LinkedHashMap<>();
       if (limits.memoryMiB() != QuotaLimits.UNLIMITED) {
@@ -427,9 +441,14 @@ public final class LabCluster implements AutoCloseable {
 
   // --- Accessors
 
-  /** A client of the API server. */
+  /** A client of the API server as the lab's administrator: for its bookkeeping. */
   public KubernetesClient client() {
     return client;
+  }
+
+  /** A client of the API server as {@code user}, made at the first call and closed with the cluster. */
+  public KubernetesClient client(UserInfo user) {
+    return userClients.computeIfAbsent(user, api::client);
   }
 
   /** kube-scheduler. */
@@ -475,6 +494,7 @@ public final class LabCluster implements AutoCloseable {
     kubelets.values().parallelStream().forEach(KubeletStandIn::close);
     components().parallelStream().forEach(ComponentProcess::stop);
     launches.forEach(JavaCommand.Launch::publishArchive);
+    userClients.values().forEach(KubernetesClient::close);
     if (client != null) {
       client.close();
     }

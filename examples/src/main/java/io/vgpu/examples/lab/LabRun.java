@@ -2,7 +2,10 @@ package io.vgpu.examples.lab;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.fabric8.kubernetes.client.dsl.base.PatchContext;
+import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import io.vgpu.api.PodRef;
+import io.vgpu.examples.lab.apiserver.UserInfo;
 import io.vgpu.examples.lab.components.ComponentProcess;
 import io.vgpu.examples.lab.kubelet.KubeletStandIn;
 import io.vgpu.examples.lab.kubelet.LabPodRunner;
@@ -94,6 +97,8 @@ public final class LabRun {
       create(create);
     } else if (event instanceof ScenarioEvent.Delete delete) {
       delete(delete);
+    } else if (event instanceof ScenarioEvent.Patch patch) {
+      step.set("patch", patch(patch));
     } else if (event instanceof ScenarioEvent.SetConfig set) {
       writtenConfig.setAll((ObjectNode) JacksonTrees.toJson(set.written()));
       cluster.reconfigure(writtenConfig.deepCopy(), set.config());
@@ -116,7 +121,7 @@ public final class LabRun {
     Pod pod = PodJson.copy(event.pod());
     pod.getMetadata().setNamespace(ref.namespace());
     try {
-      Pod created = cluster.client().pods().inNamespace(ref.namespace()).resource(pod).create();
+      Pod created = cluster.client(UserInfo.TENANT).pods().inNamespace(ref.namespace()).resource(pod).create();
       pods.put(ref, Optional.empty());
       String uid = created.getMetadata().getUid();
       await(() -> cluster.kubeScheduler().seen(uid), () -> "kube-scheduler to see " + ref);
@@ -146,7 +151,7 @@ public final class LabRun {
       return;
     }
     String uid = pod.getMetadata().getUid();
-    cluster.client().pods().inNamespace(ref.namespace()).withName(ref.name()).withGracePeriod(0).delete();
+    cluster.client(UserInfo.TENANT).pods().inNamespace(ref.namespace()).withName(ref.name()).withGracePeriod(0).delete();
     await(() -> cluster.kubeScheduler().seenDeleted(uid), () -> "kube-scheduler to see " + ref + " deleted");
     String node = pod.getSpec().getNodeName();
     if (node != null && cluster.kubelets().containsKey(node)) {
@@ -154,6 +159,50 @@ public final class LabRun {
       Optional<PodWorker> worker = kubelet.worker(uid);
       await(() -> kubelet.worker(uid).isEmpty() && worker.map(PodWorker::stopped).orElse(true), () -> "the kubelet of " + node + " to stop " + ref);
     }
+  }
+
+  /**
+   * Sends the event's JSON merge patch of the pod's metadata as its user; the timeline entry is whether
+   * the API server took it, and its message when it did not.
+   */
+  private ObjectNode patch(ScenarioEvent.Patch event) {
+    PodRef ref = event.ref();
+    Optional<String> state = pods.get(ref);
+    if (state == null || state.isPresent()) {
+      throw new InputException(event.position(), "patch: pod " + ref + " does not exist");
+    }
+    UserInfo user = UserInfo.named(event.as()).orElseThrow(() -> new InputException(event.position(), "patch: '" + event.as() + "' is not a user of the lab"));
+    ObjectNode body = PodJson.mapper().createObjectNode();
+    ObjectNode metadata = body.putObject("metadata");
+    mergeValues(metadata, "annotations", event.annotations());
+    mergeValues(metadata, "labels", event.labels());
+    ObjectNode outcome = PodJson.mapper().createObjectNode();
+    try {
+      cluster.client(user).pods().inNamespace(ref.namespace()).withName(ref.name()).patch(PatchContext.of(PatchType.JSON_MERGE), body.toString());
+      outcome.put("allowed", true);
+    } catch (KubernetesClientException e) {
+      if (e.getCode() < 400 || e.getCode() >= 500) {
+        throw new UnavailableException("patching pod " + ref + " as " + event.as() + " failed: " + String.valueOf(e.getMessage()).lines().findFirst().orElse(""));
+      }
+      outcome.put("allowed", false);
+      outcome.put("message", e.getStatus() != null && e.getStatus().getMessage() != null ? e.getStatus().getMessage() : String.valueOf(e.getMessage()));
+    }
+    return outcome;
+  }
+
+  /** A merge patch's map: each value set, each absent value null (which removes the key). */
+  private static void mergeValues(ObjectNode metadata, String field, Map<String, Optional<String>> values) {
+    if (values.isEmpty()) {
+      return;
+    }
+    ObjectNode map = metadata.putObject(field);
+    values.forEach((k, v) -> {
+      if (v.isPresent()) {
+        map.put(k, v.get());
+      } else {
+        map.putNull(k);
+      }
+    });
   }
 
   /** Waits until no pod is in transit. */

@@ -112,7 +112,7 @@ final class ThroughputRun {
     InProcessEngine placer = new InProcessEngine(config, cluster, settings.nodes());
     List<PodGrant> runningGrants = new ArrayList<>();
     try (ApiServerStandIn api = ApiServerStandIn.start(); KubernetesClient client = api.client()) {
-      Path kubeconfig = api.writeKubeconfig(workspace.file("kubeconfig"));
+      Path kubeconfig = api.writeKubeconfig(workspace.file("kubeconfig"), deployment.schedulerUser());
       for (String ns : List.of("default", "kube-system", SyntheticCluster.NAMESPACE)) {
         client.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(ns).addToLabels("kubernetes.io/metadata.name", ns).endMetadata().build()).create();
       }

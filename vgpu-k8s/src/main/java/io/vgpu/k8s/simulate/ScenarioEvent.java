@@ -6,6 +6,10 @@ import io.vgpu.k8s.config.DeviceConfig;
 import io.vgpu.k8s.yaml.Position;
 import io.vgpu.k8s.yaml.YamlMap;
 import java.time.Duration;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Optional;
 
 /** One event of a scenario, replayed in order. */
 public sealed interface ScenarioEvent {
@@ -102,6 +106,35 @@ public sealed interface ScenarioEvent {
     @Override
     public String describe() {
       return "scrape";
+    }
+  }
+
+  /**
+   * A pod's labels or annotations are changed by a user, as a JSON merge patch of its metadata ({@code
+   * vgpu lab}: sent to the API server as that user, whose admission may refuse it); a no-op in {@code vgpu
+   * simulate}, where no API server admits writes.
+   *
+   * @param position where the event is written
+   * @param ref the pod
+   * @param as who sends it: {@code tenant}, or {@code system:serviceaccount:NAMESPACE:NAME}
+   * @param annotations the annotations set (a value) or removed (empty), in the file's order
+   * @param labels the labels set or removed, in the file's order
+   */
+  record Patch(Position position, PodRef ref, String as, Map<String, Optional<String>> annotations, Map<String, Optional<String>> labels) implements ScenarioEvent {
+    /** The user a patch is sent as unless it says otherwise. */
+    public static final String TENANT = "tenant";
+    /** The prefix of a ServiceAccount's user name. */
+    public static final String SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:";
+
+    /** A patch; the maps are copied, keeping their order. */
+    public Patch {
+      annotations = Collections.unmodifiableMap(new LinkedHashMap<>(annotations));
+      labels = Collections.unmodifiableMap(new LinkedHashMap<>(labels));
+    }
+
+    @Override
+    public String describe() {
+      return "patch " + ref + " as " + as;
     }
   }
 }

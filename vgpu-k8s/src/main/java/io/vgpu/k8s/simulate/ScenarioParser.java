@@ -32,6 +32,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.regex.Pattern;
 import tools.jackson.core.JacksonException;
 
 /**
@@ -45,7 +46,12 @@ public final class ScenarioParser {
   private static final List<String> GPUS_KEYS = List.of("profile", "count", "uuidPrefix", "numa");
   private static final List<String> DEVICE_KEYS = List.of("uuid", "model", "memoryMiB", "numa", "health", "index");
   private static final List<String> QUOTA_KEYS = List.of("namespace", "name", "hard");
-  private static final List<String> EVENT_KEYS = List.of("create", "delete", "setConfig", "restart", "wait", "scrape");
+  private static final List<String> EVENT_KEYS = List.of("create", "delete", "patch", "setConfig", "restart", "wait", "scrape");
+  private static final List<String> PATCH_KEYS = List.of("pod", "as", "metadata");
+  private static final List<String> PATCH_METADATA_KEYS = List.of("annotations", "labels");
+  /** A ServiceAccount's user: {@code system:serviceaccount:} then a namespace (a DNS label) and a name (a DNS subdomain). */
+  private static final Pattern SERVICE_ACCOUNT_USER =
+      Pattern.compile(Pattern.quote(ScenarioEvent.Patch.SERVICE_ACCOUNT_PREFIX) + "[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?:[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?");
   /** The longest {@code wait}: a scenario is a test, not a soak. */
   private static final long MAX_WAIT_MILLIS = 3_600_000;
 
@@ -267,6 +273,7 @@ public final class ScenarioParser {
           config = configReader.apply(config, changes, f);
           out.add(new ScenarioEvent.SetConfig(e.keyPosition(), config, summary(changes), changes));
         }
+        case "patch" -> out.add(patch(e.value(), f, e.keyPosition()));
         case "restart" -> out.add(new ScenarioEvent.Restart(e.keyPosition(), component(e.value(), f, nodeNames)));
         case "wait" -> {
           double seconds = e.value().asScalar(f).asDouble(f);
@@ -302,6 +309,43 @@ public final class ScenarioParser {
       return text;
     }
     throw new InputException(node.position(), field + ": '" + text + "' is not a component (scheduler, or device-plugin/<node>)");
+  }
+
+  private static ScenarioEvent.Patch patch(YamlNode node, String field, Position at) {
+    YamlMap map = node.asMap(field);
+    map.requireKnownKeys(field, PATCH_KEYS);
+    YamlNode pod = map.require("pod", field);
+    PodRef ref = podRef(pod.asScalar(field + ".pod").asString(field + ".pod").trim(), pod, field + ".pod");
+    String as = ScenarioEvent.Patch.TENANT;
+    Optional<YamlNode> asNode = map.get("as");
+    if (asNode.isPresent()) {
+      as = asNode.get().asScalar(field + ".as").asString(field + ".as").trim();
+      if (!as.equals(ScenarioEvent.Patch.TENANT) && !SERVICE_ACCOUNT_USER.matcher(as).matches()) {
+        throw new InputException(asNode.get().position(), field + ".as: '" + as + "' is not a user of the lab (tenant, or system:serviceaccount:NAMESPACE:NAME)");
+      }
+    }
+    YamlNode metadataNode = map.require("metadata", field);
+    YamlMap metadata = metadataNode.asMap(field + ".metadata");
+    metadata.requireKnownKeys(field + ".metadata", PATCH_METADATA_KEYS);
+    Map<String, Optional<String>> annotations = patchValues(metadata.get("annotations"), field + ".metadata.annotations");
+    Map<String, Optional<String>> labels = patchValues(metadata.get("labels"), field + ".metadata.labels");
+    if (annotations.isEmpty() && labels.isEmpty()) {
+      throw new InputException(metadataNode.position(), field + ".metadata: changes no annotation or label (write annotations: {KEY: VALUE} or labels:, a null VALUE removes the key)");
+    }
+    return new ScenarioEvent.Patch(at, ref, as, annotations, labels);
+  }
+
+  /** The values of a merge patch's string map: a value sets the key, null removes it. */
+  private static Map<String, Optional<String>> patchValues(Optional<YamlNode> node, String field) {
+    Map<String, Optional<String>> out = new LinkedHashMap<>();
+    if (node.isEmpty() || isNull(node.get())) {
+      return out;
+    }
+    for (YamlMap.Entry e : node.get().asMap(field).entries().values()) {
+      YamlScalar value = e.value().asScalar(YamlMap.path(field, e.key()));
+      out.put(e.key(), value.kind() == YamlScalar.Kind.NULL ? Optional.empty() : Optional.of(value.text()));
+    }
+    return out;
   }
 
   private static PodRef podRef(String text, YamlNode node, String field) {

@@ -139,6 +139,8 @@ public final class Simulator {
         delete(delete);
       } else if (event instanceof ScenarioEvent.SetConfig setConfig) {
         reconfigure(setConfig.config());
+      } else if (event instanceof ScenarioEvent.Patch patch) {
+        requirePatchable(patch);
       }
       retryPending(created, scheduled);
       timeline.add(new Step(i, event.describe(), scheduled));
@@ -177,6 +179,17 @@ public final class Simulator {
     }
     if (pod.grant != null) {
       engine.release(pod.ref);
+    }
+  }
+
+  /**
+   * A patch changes nothing here (no API server admits it, and simulate places pods by what they asked
+   * for at creation), but it must name a pod that exists, as in the lab.
+   */
+  private void requirePatchable(ScenarioEvent.Patch event) {
+    SimPod pod = pods.get(event.ref());
+    if (pod == null || pod.phase == Phase.REJECTED) {
+      throw new InputException(event.position(), "patch: pod " + event.ref() + " does not exist");
     }
   }
 

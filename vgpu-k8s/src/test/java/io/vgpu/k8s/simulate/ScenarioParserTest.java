@@ -10,6 +10,7 @@ import io.vgpu.k8s.config.DeviceConfig;
 import io.vgpu.k8s.yaml.InputException;
 import io.vgpu.k8s.yaml.YamlReader;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 
@@ -107,8 +108,8 @@ class ScenarioParserTest {
 
   @Test
   void refusesMalformedEvents() {
-    fails("events: [{create: {}, delete: p}]\n", "s.yaml:1:10: events[0]: an event has exactly one of create, delete, setConfig, restart, wait, scrape");
-    fails("events: [{reboot: p}]\n", "s.yaml:1:11: unknown key 'reboot' in events[0] (known keys: create, delete, setConfig, restart, wait, scrape)");
+    fails("events: [{create: {}, delete: p}]\n", "s.yaml:1:10: events[0]: an event has exactly one of create, delete, patch, setConfig, restart, wait, scrape");
+    fails("events: [{reboot: p}]\n", "s.yaml:1:11: unknown key 'reboot' in events[0] (known keys: create, delete, patch, setConfig, restart, wait, scrape)");
     fails("events: [{restart: kubelet}]\n", "s.yaml:1:20: events[0].restart: 'kubelet' is not a component (scheduler, or device-plugin/<node>)");
     fails("nodes: [{name: w1}]\nevents: [{restart: device-plugin/w2}]\n",
         "s.yaml:2:20: events[0].restart: 'device-plugin/w2' names no node of the scenario (nodes: w1)");
@@ -132,6 +133,39 @@ class ScenarioParserTest {
     assertThat(((ScenarioEvent.Wait) s.events().get(2)).duration()).hasMillis(1500);
     assertThat(s.checks()).hasValueSatisfying(c -> assertThat(c.items()).hasSize(1));
     assertThat(parse("events: []\n").checks()).isEmpty();
+  }
+
+  @Test
+  void readsPatchesWithTheirUserAndNullsThatRemoveKeys() {
+    Scenario s =
+        parse("events:\n"
+            + "  - patch: {pod: team-a/p1, metadata: {annotations: {hami.io/vgpu-devices-allocated: 'GPU-a,NVIDIA,40960,100:;', gone: null}}}\n"
+            + "  - patch:\n      pod: p2\n      as: system:serviceaccount:kube-system:hami-device-plugin\n      metadata: {labels: {hami.io/vgpu-node: w2, n: 1}}\n");
+    assertThat(s.events()).extracting(ScenarioEvent::describe)
+        .containsExactly("patch team-a/p1 as tenant", "patch default/p2 as system:serviceaccount:kube-system:hami-device-plugin");
+    ScenarioEvent.Patch first = (ScenarioEvent.Patch) s.events().get(0);
+    assertThat(first.ref()).isEqualTo(new PodRef("team-a", "p1"));
+    assertThat(first.annotations()).containsExactly(Map.entry("hami.io/vgpu-devices-allocated", Optional.of("GPU-a,NVIDIA,40960,100:;")), Map.entry("gone", Optional.empty()));
+    assertThat(first.labels()).isEmpty();
+    assertThat(first.position()).hasToString("s.yaml:2:5");
+    ScenarioEvent.Patch second = (ScenarioEvent.Patch) s.events().get(1);
+    assertThat(second.labels()).containsExactly(Map.entry("hami.io/vgpu-node", Optional.of("w2")), Map.entry("n", Optional.of("1")));
+  }
+
+  @Test
+  void refusesMalformedPatches() {
+    fails("events: [{patch: {metadata: {labels: {a: b}}}}]\n", "s.yaml:1:18: events[0].patch: missing required key 'pod'");
+    fails("events: [{patch: {pod: a/b/c, metadata: {labels: {a: b}}}}]\n", "s.yaml:1:24: events[0].patch.pod: 'a/b/c' is not a pod name or namespace/name");
+    fails("events: [{patch: {pod: p, as: bob, metadata: {labels: {a: b}}}}]\n",
+        "s.yaml:1:31: events[0].patch.as: 'bob' is not a user of the lab (tenant, or system:serviceaccount:NAMESPACE:NAME)");
+    fails("events: [{patch: {pod: p, as: 'system:serviceaccount:kube-system', metadata: {labels: {a: b}}}}]\n",
+        "s.yaml:1:31: events[0].patch.as: 'system:serviceaccount:kube-system' is not a user of the lab (tenant, or system:serviceaccount:NAMESPACE:NAME)");
+    fails("events: [{patch: {pod: p, metadata: {spec: {}}}}]\n", "s.yaml:1:38: unknown key 'spec' in events[0].patch.metadata (known keys: annotations, labels)");
+    fails("events: [{patch: {pod: p, user: tenant, metadata: {labels: {a: b}}}}]\n",
+        "s.yaml:1:27: unknown key 'user' in events[0].patch (known keys: pod, as, metadata)");
+    fails("events: [{patch: {pod: p, metadata: {annotations: {}}}}]\n",
+        "s.yaml:1:37: events[0].patch.metadata: changes no annotation or label (write annotations: {KEY: VALUE} or labels:, a null VALUE removes the key)");
+    fails("events: [{patch: {pod: p, metadata: {annotations: {a: [1]}}}}]\n", "s.yaml:1:55: events[0].patch.metadata.annotations.a: expected a single value, got a list");
   }
 
   @Test

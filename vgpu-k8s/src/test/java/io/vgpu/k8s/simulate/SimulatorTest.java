@@ -101,6 +101,19 @@ class SimulatorTest {
   }
 
   @Test
+  void aPatchChangesNothingButNeedsAPodThatExists() {
+    String events = ONE_NODE + "events:\n" + create("p", "nvidia.com/gpu: 1, nvidia.com/gpumem: 1000");
+    SimulationResult plain = replay(events);
+    SimulationResult patched = replay(events + "  - patch: {pod: p, metadata: {annotations: {hami.io/vgpu-devices-allocated: 'GPU-x,NVIDIA,40960,100:;'}}}\n");
+    assertThat(pod(patched, "p").node()).isEqualTo(pod(plain, "p").node());
+    assertThat(pod(patched, "p").containers()).isEqualTo(pod(plain, "p").containers());
+    assertThat(patched.timeline().get(1).event()).isEqualTo("patch default/p as tenant");
+    assertThat(patched.timeline().get(1).scheduled()).isEmpty();
+    Simulator ghost = simulator(ONE_NODE + "events:\n  - patch: {pod: ghost, metadata: {labels: {a: b}}}\n");
+    assertThatThrownBy(ghost::replay).hasMessage("s.yaml:4:5: patch: pod default/ghost does not exist");
+  }
+
+  @Test
   void aPolicyChangeRebuildsTheSchedulerAndKeepsUsage() {
     SimulationResult r =
         replay(

@@ -76,8 +76,9 @@ public final class AdmissionWebhookCaller {
    *
    * @param pod the pod as submitted (namespace set)
    * @param namespaceLabels the labels of the pod's namespace
+   * @param user who creates it (the review's {@code userInfo})
    */
-  public Outcome admitCreate(JsonNode pod, Map<String, String> namespaceLabels) {
+  public Outcome admitCreate(JsonNode pod, Map<String, String> namespaceLabels, UserInfo user) {
     JsonNode configuration = stored.get();
     if (configuration == null) {
       return new Outcome(true, pod, "");
@@ -90,7 +91,7 @@ public final class AdmissionWebhookCaller {
         if (!matches(webhook, current, namespaceLabels)) {
           continue;
         }
-        JsonNode response = call(webhook, current);
+        JsonNode response = call(webhook, current, user);
         if (!response.path("allowed").asBoolean(false)) {
           String message = response.path("status").path("message").asString("");
           return new Outcome(false, current, "admission webhook \"" + webhookName + "\" denied the request" + (message.isEmpty() ? "" : ": " + message));
@@ -171,7 +172,7 @@ public final class AdmissionWebhookCaller {
     return cached;
   }
 
-  private JsonNode call(JsonNode webhook, JsonNode pod) throws Exception {
+  private JsonNode call(JsonNode webhook, JsonNode pod, UserInfo user) throws Exception {
     String version = "v1";
     for (JsonNode v : webhook.path("admissionReviewVersions")) {
       version = v.asString("v1");
@@ -189,7 +190,7 @@ public final class AdmissionWebhookCaller {
     request.put("name", pod.path("metadata").path("name").asString(""));
     request.put("namespace", pod.path("metadata").path("namespace").asString(""));
     request.put("operation", "CREATE");
-    request.putObject("userInfo").put("username", "vgpu-lab");
+    request.set("userInfo", JSON.valueToTree(user.toCel()));
     request.set("object", pod);
     request.putNull("oldObject");
     request.put("dryRun", false);

@@ -14,6 +14,7 @@ import java.net.InetAddress;
 import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.HashMap;
 import java.util.List;
 import java.util.logging.Level;
@@ -21,7 +22,9 @@ import java.util.logging.Logger;
 
 /**
  * The lab's API server: fabric8's mock server in CRUD mode on loopback, with {@link LabApiDispatcher}'s
- * additions. Components reach it through a kubeconfig file, as they would reach a real one.
+ * additions. Components reach it through a kubeconfig file, as they would reach a real one, each as its
+ * own user: the kubeconfig carries a bearer token the server maps to that user ({@link UserInfo}), and
+ * a request without a token it issued is answered 401.
  */
 public final class ApiServerStandIn implements AutoCloseable {
   /** fabric8's mock server logs every request at INFO through java.util.logging; held strongly so the level sticks. */
@@ -31,7 +34,8 @@ public final class ApiServerStandIn implements AutoCloseable {
     REQUEST_LOG.setLevel(Level.WARNING);
   }
 
-  private final LabApiDispatcher dispatcher = new LabApiDispatcher();
+  private final BearerTokens tokens = new BearerTokens();
+  private final LabApiDispatcher dispatcher = new LabApiDispatcher(tokens);
   private final KubernetesMockServer server;
 
   private ApiServerStandIn() {
@@ -70,14 +74,23 @@ public final class ApiServerStandIn implements AutoCloseable {
     dispatcher.load(objects);
   }
 
-  /** A client of this server (for the lab's own stand-ins). */
+  /** A client of this server as the lab's own administrator ({@link UserInfo#ADMIN}): for its bookkeeping. */
   public KubernetesClient client() {
-    Config config = new ConfigBuilder().withMasterUrl(url()).withNamespace("default").withRequestTimeout(30_000).withConnectionTimeout(5_000).build();
+    return client(UserInfo.ADMIN);
+  }
+
+  /** A client of this server as {@code user} (for the lab's own stand-ins and the scenario's users). */
+  public KubernetesClient client(UserInfo user) {
+    Config config = new ConfigBuilder().withMasterUrl(url()).withNamespace("default").withOauthToken(tokens.tokenOf(user)).withRequestTimeout(30_000)
+        .withConnectionTimeout(5_000).build();
     return new KubernetesClientBuilder().withConfig(config).build();
   }
 
-  /** Writes a kubeconfig that points at this server. */
-  public Path writeKubeconfig(Path file) {
+  /**
+   * Writes a kubeconfig that points at this server as {@code user}, readable by its owner only (it holds
+   * the user's token).
+   */
+  public Path writeKubeconfig(Path file, UserInfo user) {
     String kubeconfig =
         """
         apiVersion: v1
@@ -86,15 +99,17 @@ public final class ApiServerStandIn implements AutoCloseable {
           - name: vgpu-lab
             cluster: {server: "%s"}
         users:
-          - name: vgpu-lab
-            user: {token: vgpu-lab}
+          - name: "%s"
+            user: {token: "%s"}
         contexts:
           - name: vgpu-lab
-            context: {cluster: vgpu-lab, user: vgpu-lab, namespace: default}
+            context: {cluster: vgpu-lab, user: "%s", namespace: default}
         current-context: vgpu-lab
         """
-            .formatted(url());
+            .formatted(url(), user.username(), tokens.tokenOf(user), user.username());
     try {
+      Files.deleteIfExists(file);
+      Files.createFile(file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
       Files.writeString(file, kubeconfig);
       return file;
     } catch (IOException e) {
@@ -103,10 +118,10 @@ public final class ApiServerStandIn implements AutoCloseable {
   }
 
   /**
-   * Stops the server. fabric8's server gives up waiting for its event loop when a watch's close handler
-   * holds that loop (it waits there for the watch's own executor, up to 10 s) and says so with an
-   * exception; the listener is closed either way, and a lab tearing down must go on to stop its
-   * containers and remove its cgroups, so that is not an error here.
+   * Stops the server. fabric8's server gives up waiting for its event loop when something holds that
+   * loop (a watch's close handler did, before {@link FilteringWatchListener} moved them off it) and says
+   * so with an exception; the listener is closed either way, and a lab tearing down must go on to stop
+   * its containers and remove its cgroups, so that is not an error here.
    */
   @Override
   public void close() {

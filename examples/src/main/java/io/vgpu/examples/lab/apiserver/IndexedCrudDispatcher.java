@@ -21,6 +21,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
+import java.util.function.Supplier;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReadWriteLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import org.jspecify.annotations.Nullable;
@@ -37,6 +39,8 @@ final class IndexedCrudDispatcher extends KubernetesCrudDispatcher {
   private final ReadWriteLock lock = new ReentrantReadWriteLock();
   /** The stored objects' keys by their name. */
   private final Map<String, Set<AttributeSet>> byName = new HashMap<>();
+  /** Changes of stored ValidatingAdmissionPolicies and their bindings, so their compiled form knows when it is stale. */
+  private final AtomicLong admissionPolicyChanges = new AtomicLong();
 
   @Override
   public MockResponse handleCreate(RecordedRequest request) {
@@ -58,7 +62,20 @@ final class IndexedCrudDispatcher extends KubernetesCrudDispatcher {
     return write(() -> super.handleDelete(path));
   }
 
-  private MockResponse write(java.util.function.Supplier<MockResponse> change) {
+  /**
+   * Runs {@code change} under the store's write lock: reads it makes see no other write until it
+   * returns (a read-admit-write of one object). The store's own handlers may be called from it.
+   */
+  MockResponse atomically(Supplier<MockResponse> change) {
+    return write(change);
+  }
+
+  /** How many times the stored ValidatingAdmissionPolicies and bindings changed. */
+  long admissionPolicyChanges() {
+    return admissionPolicyChanges.get();
+  }
+
+  private MockResponse write(Supplier<MockResponse> change) {
     lock.writeLock().lock();
     try {
       return change.get();
@@ -239,6 +256,9 @@ final class IndexedCrudDispatcher extends KubernetesCrudDispatcher {
   @Override
   public void processEvent(String path, AttributeSet pathAttributes, @Nullable AttributeSet oldAttributes, @Nullable GenericKubernetesResource resource, @Nullable String newState) {
     super.processEvent(path, pathAttributes, oldAttributes, resource, newState);
+    if (path.contains("/validatingadmissionpolic")) {
+      admissionPolicyChanges.incrementAndGet();
+    }
     if (oldAttributes != null && !map.containsKey(oldAttributes)) {
       forget(oldAttributes);
     }

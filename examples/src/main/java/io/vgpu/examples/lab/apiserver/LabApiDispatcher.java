@@ -1,12 +1,9 @@
 package io.vgpu.examples.lab.apiserver;
 
 import io.fabric8.kubernetes.api.model.HasMetadata;
-import io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher;
 import io.fabric8.kubernetes.client.utils.Serialization;
 import io.fabric8.mockwebserver.dsl.HttpMethod;
-import io.fabric8.mockwebserver.http.Buffer;
 import io.fabric8.mockwebserver.http.Dispatcher;
-import io.fabric8.mockwebserver.http.Headers;
 import io.fabric8.mockwebserver.http.MockResponse;
 import io.fabric8.mockwebserver.http.RecordedRequest;
 import io.vgpu.k8s.pod.PodJson;
@@ -17,11 +14,9 @@ import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.jspecify.annotations.Nullable;
 import tools.jackson.databind.JsonNode;
@@ -30,17 +25,17 @@ import tools.jackson.databind.node.ArrayNode;
 import tools.jackson.databind.node.ObjectNode;
 
 /**
- * fabric8's CRUD mock API server plus what a real API server does that it does not: the mutating
- * admission webhook on pod creation; the Binding subresource ({@code pods/{name}/binding}) and the
- * {@code bindings} collection, which set {@code spec.nodeName} once and answer 409 Conflict after;
- * and the {@code spec.nodeName} field selector on pod lists and watches (the node agent follows its
- * node's pods that way). Everything else — CRUD, watches, patches, Events, Leases, ResourceQuotas — is fabric8's.
+ * fabric8's CRUD mock API server plus what a real API server does that it does not: authentication (a
+ * bearer token the stand-in issued, else 401); admission of every write ({@link AdmittedWrites}: the
+ * mutating webhook on pod creation, the ValidatingAdmissionPolicies on every create, update, patch,
+ * status write, binding and delete, from every user); patches as the API applies them ({@link
+ * ObjectPatch}); the Binding subresource ({@code pods/{name}/binding}) and the {@code bindings}
+ * collection, which set {@code spec.nodeName} once and answer 409 Conflict after; and the {@code
+ * spec.nodeName} field selector on pod lists and watches (the node agent follows its node's pods that
+ * way). Everything else — storage, watches, Events, Leases, ResourceQuotas — is fabric8's.
  */
 final class LabApiDispatcher extends Dispatcher {
   private static final JsonMapper JSON = PodJson.mapper();
-  private static final Pattern POD_CREATE = Pattern.compile("/api/v1/namespaces/([^/]+)/pods");
-  private static final Pattern POD_BINDING = Pattern.compile("/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding");
-  private static final Pattern BINDINGS = Pattern.compile("/api/v1/namespaces/([^/]+)/bindings");
   private static final Pattern POD_LIST = Pattern.compile("/api/v1(/namespaces/[^/]+)?/pods");
   private static final String NODE_NAME_FIELD = "spec.nodeName";
   /** What {@code /version} answers: the Kubernetes release the lab's manifests are written for. */
@@ -48,9 +43,16 @@ final class LabApiDispatcher extends Dispatcher {
       "{\"major\":\"1\",\"minor\":\"31\",\"gitVersion\":\"v1.31.0\",\"gitCommit\":\"\",\"gitTreeState\":\"clean\","
           + "\"buildDate\":\"2024-08-13T07:28:49Z\",\"goVersion\":\"go1.22.5\",\"compiler\":\"gc\",\"platform\":\"linux/amd64\"}";
 
-  private final KubernetesCrudDispatcher crud = new IndexedCrudDispatcher();
+  private final IndexedCrudDispatcher crud = new IndexedCrudDispatcher();
   private final AtomicReference<@Nullable AdmissionWebhookCaller> admission = new AtomicReference<>();
+  private final AdmittedWrites writes = new AdmittedWrites(crud, admission::get);
+  private final BearerTokens tokens;
   private final Object bindingLock = new Object();
+
+  /** A dispatcher that takes the users of {@code tokens}. */
+  LabApiDispatcher(BearerTokens tokens) {
+    this.tokens = tokens;
+  }
 
   /**
    * Calls the webhooks of the named {@code MutatingWebhookConfiguration}, as stored at each pod creation,
@@ -74,7 +76,7 @@ final class LabApiDispatcher extends Dispatcher {
   void load(List<? extends HasMetadata> objects) {
     for (HasMetadata object : objects) {
       String path = collectionPath(object);
-      MockResponse created = crud.handleCreate(request(HttpMethod.POST, path, Serialization.asJson(object)));
+      MockResponse created = crud.handleCreate(AdmittedWrites.Requests.of(HttpMethod.POST, path, Serialization.asJson(object)));
       if (created.code() >= 300) {
         throw new IllegalArgumentException("the lab's API server refused " + object.getKind() + " " + object.getMetadata().getName() + " (HTTP " + created.code() + "): "
             + (created.getBody() == null ? "" : created.getBody().readUtf8()));
@@ -93,92 +95,92 @@ final class LabApiDispatcher extends Dispatcher {
   @Override
   public MockResponse dispatch(RecordedRequest request) {
     try {
+      Optional<UserInfo> user = tokens.authenticate(request);
+      if (user.isEmpty()) {
+        return Statuses.of(401, "Unauthorized", "Unauthorized");
+      }
       URI uri = URI.create(request.getPath());
       String path = uri.getRawPath();
       HttpMethod method = request.method();
-      if (method == HttpMethod.POST) {
-        Matcher m = POD_BINDING.matcher(path);
-        if (m.matches()) {
-          return bind(m.group(1), m.group(2), JSON.readTree(body(request)));
-        }
-        m = BINDINGS.matcher(path);
-        if (m.matches()) {
-          JsonNode binding = JSON.readTree(body(request));
-          return bind(m.group(1), binding.path("metadata").path("name").asString(""), binding);
-        }
-        m = POD_CREATE.matcher(path);
-        if (m.matches()) {
-          return createPod(request, m.group(1));
-        }
+      if (method == HttpMethod.GET) {
+        return read(request, uri);
       }
-      if (method == HttpMethod.GET && path.equals("/version")) {
-        // fabric8's CRUD store would answer with every object it holds (the path names no kind)
-        return new MockResponse().setResponseCode(200).setHeader("Content-Type", "application/json").setBody(VERSION);
+      Optional<ApiPath> resource = ApiPath.parse(path);
+      if (resource.isEmpty()) {
+        return crud.dispatch(request);
       }
-      if (method == HttpMethod.GET && POD_LIST.matcher(path).matches()) {
-        String nodeName = nodeNameSelector(uri.getRawQuery());
-        if (nodeName != null) {
-          return podsOnNode(request, uri, nodeName);
+      ApiPath p = resource.get();
+      return switch (method) {
+        case POST -> {
+          if (p.group().isEmpty() && p.resource().equals("pods") && p.subresource().equals("binding")) {
+            yield bind(user.get(), p, JSON.readTree(body(request)));
+          }
+          if (p.group().isEmpty() && p.resource().equals("bindings") && p.name().isEmpty()) {
+            yield bind(user.get(), p, JSON.readTree(body(request)));
+          }
+          yield p.name().isEmpty() ? writes.create(request, p, user.get()) : crud.dispatch(request);
         }
-      }
-      return fromResourceVersion(crud.dispatch(request), uri.getRawQuery());
+        case PUT -> p.name().isEmpty() ? crud.dispatch(request) : writes.update(request, p, user.get());
+        case PATCH -> p.name().isEmpty() ? crud.dispatch(request) : writes.patch(request, p, user.get());
+        case DELETE -> writes.delete(request, p, user.get());
+        default -> crud.dispatch(request);
+      };
     } catch (RuntimeException | LinkageError e) {
       // a stand-in's own failure: one line in the response, as the API server answers an internal error
-      return status(500, "InternalError", "the lab's API server failed on " + request.getRequestLine() + ": " + e);
+      return Statuses.of(500, "InternalError", "the lab's API server failed on " + request.getRequestLine() + ": " + e);
     }
+  }
+
+  private MockResponse read(RecordedRequest request, URI uri) {
+    String path = uri.getRawPath();
+    if (path.equals("/version")) {
+      // fabric8's CRUD store would answer with every object it holds (the path names no kind)
+      return new MockResponse().setResponseCode(200).setHeader("Content-Type", "application/json").setBody(VERSION);
+    }
+    if (POD_LIST.matcher(path).matches()) {
+      String nodeName = nodeNameSelector(uri.getRawQuery());
+      if (nodeName != null) {
+        return podsOnNode(request, uri, nodeName);
+      }
+    }
+    return fromResourceVersion(crud.dispatch(request), uri.getRawQuery());
   }
 
   private static String body(RecordedRequest request) {
     return request.getBody() == null ? "" : new String(request.getBody().getBytes(), StandardCharsets.UTF_8);
   }
 
-  private MockResponse createPod(RecordedRequest request, String namespace) {
-    JsonNode pod = JSON.readTree(body(request));
-    if (pod instanceof ObjectNode object) {
-      object.withObject("metadata").put("namespace", namespace);
-    }
-    AdmissionWebhookCaller caller = admission.get();
-    if (caller != null) {
-      AdmissionWebhookCaller.Outcome outcome = caller.admitCreate(pod, namespaceLabels(namespace));
-      if (!outcome.allowed()) {
-        return status(400, "BadRequest", outcome.message());
-      }
-      pod = outcome.pod();
-    }
-    return crud.dispatch(new RecordedRequest(request.getHttpVersion(), request.method(), request.getPath(), request.getHeaders(),
-        new Buffer(JSON.writeValueAsBytes(pod))));
-  }
-
-  private Map<String, String> namespaceLabels(String namespace) {
-    MockResponse response = crud.handleGet("/api/v1/namespaces/" + namespace);
-    if (response.code() != 200) {
-      return Map.of();
-    }
-    Map<String, String> labels = new LinkedHashMap<>();
-    JSON.readTree(response.getBody().getBytes()).path("metadata").path("labels").properties().forEach(e -> labels.put(e.getKey(), e.getValue().asString("")));
-    return labels;
-  }
-
   /** Sets the pod's node once, as the API server's binding storage does; a second binding conflicts. */
-  private MockResponse bind(String namespace, String name, JsonNode binding) {
+  private MockResponse bind(UserInfo user, ApiPath path, JsonNode binding) {
+    String namespace = path.namespace();
+    String name = path.name().isEmpty() ? binding.path("metadata").path("name").asString("") : path.name();
     String target = binding.path("target").path("name").asString("");
     if (name.isEmpty() || target.isEmpty()) {
-      return status(400, "BadRequest", "a Binding needs metadata.name and target.name");
+      return Statuses.of(400, "BadRequest", "a Binding needs metadata.name and target.name");
+    }
+    if (binding instanceof ObjectNode b) {
+      b.withObject("metadata").put("namespace", namespace);
+      b.put("apiVersion", b.path("apiVersion").asString("v1"));
+      b.put("kind", b.path("kind").asString("Binding"));
+    }
+    Optional<MockResponse> denied = writes.admitBinding(path, user, binding);
+    if (denied.isPresent()) {
+      return denied.get();
     }
     String podPath = "/api/v1/namespaces/" + namespace + "/pods/" + name;
     synchronized (bindingLock) {
       MockResponse current = crud.handleGet(podPath);
       if (current.code() != 200) {
-        return status(404, "NotFound", "pods \"" + name + "\" not found");
+        return Statuses.of(404, "NotFound", "pods \"" + name + "\" not found");
       }
       ObjectNode pod = (ObjectNode) JSON.readTree(current.getBody().getBytes());
       String uid = binding.path("metadata").path("uid").asString("");
       if (!uid.isEmpty() && !uid.equals(pod.path("metadata").path("uid").asString(""))) {
-        return status(409, "Conflict", "Operation cannot be fulfilled on pods/binding \"" + name + "\": the pod's UID is not " + uid);
+        return Statuses.of(409, "Conflict", "Operation cannot be fulfilled on pods/binding \"" + name + "\": the pod's UID is not " + uid);
       }
       String assigned = pod.path("spec").path("nodeName").asString("");
       if (!assigned.isEmpty()) {
-        return status(409, "Conflict", "Operation cannot be fulfilled on pods/binding \"" + name + "\": pod " + name + " is already assigned to node \"" + assigned + "\"");
+        return Statuses.of(409, "Conflict", "Operation cannot be fulfilled on pods/binding \"" + name + "\": pod " + name + " is already assigned to node \"" + assigned + "\"");
       }
       pod.withObject("spec").put("nodeName", target);
       ArrayNode conditions = pod.withObject("status").withArray("conditions");
@@ -194,12 +196,12 @@ final class LabApiDispatcher extends Dispatcher {
       scheduled.put("type", "PodScheduled");
       scheduled.put("status", "True");
       scheduled.put("lastTransitionTime", Instant.now().truncatedTo(ChronoUnit.SECONDS).toString());
-      MockResponse updated = crud.handleUpdate(request(HttpMethod.PUT, podPath, JSON.writeValueAsString(pod)));
+      MockResponse updated = crud.handleUpdate(AdmittedWrites.Requests.of(HttpMethod.PUT, podPath, JSON.writeValueAsString(pod)));
       if (updated.code() >= 300) {
         return updated;
       }
     }
-    return status(201, "Success", "");
+    return Statuses.of(201, "Success", "");
   }
 
   private MockResponse podsOnNode(RecordedRequest request, URI uri, String nodeName) {
@@ -225,13 +227,17 @@ final class LabApiDispatcher extends Dispatcher {
     return new MockResponse().setResponseCode(200).setHeader("Content-Type", "application/json").setBody(JSON.writeValueAsString(body));
   }
 
-  /** A watch that names a resource version gets only what changed after it (fabric8's replays every object first). */
+  /**
+   * A watch that names a resource version gets only what changed after it (fabric8's replays every
+   * object first); every watch's end reaches fabric8 off the event loop ({@link FilteringWatchListener}).
+   */
   private static MockResponse fromResourceVersion(MockResponse response, @Nullable String rawQuery) {
-    if (response.getWebSocketListener() == null || rawQuery == null) {
+    if (response.getWebSocketListener() == null) {
       return response;
     }
-    long since = ResourceVersionWatchFilter.since(rawQuery);
-    return since == 0 ? response : response.withWebSocketUpgrade(new ResourceVersionWatchFilter(response.getWebSocketListener(), since));
+    long since = rawQuery == null ? 0 : ResourceVersionWatchFilter.since(rawQuery);
+    return response.withWebSocketUpgrade(
+        since == 0 ? FilteringWatchListener.unfiltered(response.getWebSocketListener()) : new ResourceVersionWatchFilter(response.getWebSocketListener(), since));
   }
 
   private static @Nullable String nodeNameSelector(@Nullable String rawQuery) {
@@ -274,25 +280,5 @@ final class LabApiDispatcher extends Dispatcher {
       }
     }
     return String.join("&", params);
-  }
-
-  /** A request to the CRUD store, as a client would send it. */
-  private static RecordedRequest request(HttpMethod method, String path, String body) {
-    Headers headers = Headers.builder().add("Content-Type", "application/json").build();
-    return new RecordedRequest("HTTP/1.1", method, path, headers, new Buffer(body.getBytes(StandardCharsets.UTF_8)));
-  }
-
-  private static MockResponse status(int code, String reason, String message) {
-    ObjectNode status = JSON.createObjectNode();
-    status.put("apiVersion", "v1");
-    status.put("kind", "Status");
-    status.putObject("metadata");
-    status.put("status", code < 300 ? "Success" : "Failure");
-    if (!message.isEmpty()) {
-      status.put("message", message);
-    }
-    status.put("reason", reason);
-    status.put("code", code);
-    return new MockResponse().setResponseCode(code).setHeader("Content-Type", "application/json").setBody(JSON.writeValueAsString(status));
   }
 }

@@ -1,19 +1,24 @@
 package io.vgpu.examples.lab.checks;
 
 import io.vgpu.api.DeviceGrant;
+import io.vgpu.api.PodRef;
 import io.vgpu.core.Engine;
 import io.vgpu.k8s.simulate.Phase;
 import io.vgpu.k8s.simulate.Scenario;
+import io.vgpu.k8s.simulate.ScenarioEvent;
 import io.vgpu.k8s.simulate.SimulationResult;
 import io.vgpu.k8s.simulate.Simulator;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import tools.jackson.databind.JsonNode;
 
 /**
  * The lab's placements must be {@code vgpu simulate}'s: every pod simulate runs is bound to the same
  * node with the same cards per container, every pod it leaves pending is unbound, every pod it rejects
- * is rejected with the same message.
+ * is rejected with the same message. Pods a {@code patch} event changed (the API server took it) are
+ * left out: simulate does not apply patches, so it has nothing to compare them with.
  */
 public final class SimulateAgreement {
   private SimulateAgreement() {}
@@ -21,8 +26,12 @@ public final class SimulateAgreement {
   /** The differences between the lab's report and simulate's replay of the same scenario; empty when they agree. */
   public static List<String> differences(Scenario scenario, JsonNode report) {
     SimulationResult expected = new Simulator(scenario, Engine::builder, null).replay();
+    Set<PodRef> patched = patched(scenario, report);
     List<String> out = new ArrayList<>();
     for (SimulationResult.PodOutcome pod : expected.pods()) {
+      if (patched.contains(pod.pod())) {
+        continue;
+      }
       String name = pod.pod().toString();
       JsonNode lab = null;
       for (JsonNode p : report.path("pods")) {
@@ -51,6 +60,23 @@ public final class SimulateAgreement {
         }
         compareContainers(name, pod.initContainers(), lab.path("initContainers"), out);
         compareContainers(name, pod.containers(), lab.path("containers"), out);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The pods whose present incarnation an allowed patch changed: a patch the timeline says was allowed,
+   * after the pod's last creation (event {@code i} is the timeline's step {@code i}).
+   */
+  private static Set<PodRef> patched(Scenario scenario, JsonNode report) {
+    Set<PodRef> out = new HashSet<>();
+    List<ScenarioEvent> events = scenario.events();
+    for (int i = 0; i < events.size(); i++) {
+      if (events.get(i) instanceof ScenarioEvent.Create create) {
+        out.remove(create.ref());
+      } else if (events.get(i) instanceof ScenarioEvent.Patch patch && report.path("timeline").path(i).path("patch").path("allowed").asBoolean(false)) {
+        out.add(patch.ref());
       }
     }
     return out;

@@ -1,5 +1,6 @@
 package io.vgpu.examples.lab.components;
 
+import io.vgpu.examples.lab.apiserver.UserInfo;
 import io.vgpu.k8s.cli.UnavailableException;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -44,6 +45,7 @@ public final class ReferenceDeployment {
   private final Path directory;
   private final List<JsonNode> objects;
   private final JsonNode schedulerWorkload;
+  private final JsonNode devicePluginWorkload;
   private final Container scheduler;
   private final Container certificates;
   private final Container kubeScheduler;
@@ -102,7 +104,8 @@ public final class ReferenceDeployment {
     this.scheduler = container(schedulerWorkload, SCHEDULER_CONTAINER);
     this.certificates = container(schedulerWorkload, CERTIFICATES_CONTAINER);
     this.kubeScheduler = container(schedulerWorkload, KUBE_SCHEDULER_CONTAINER);
-    this.devicePlugin = container(workload("DaemonSet", DEVICE_PLUGIN_CONTAINER), DEVICE_PLUGIN_CONTAINER);
+    this.devicePluginWorkload = workload("DaemonSet", DEVICE_PLUGIN_CONTAINER);
+    this.devicePlugin = container(devicePluginWorkload, DEVICE_PLUGIN_CONTAINER);
     this.schedulerConfig = kubeSchedulerConfiguration();
     this.webhookConfig = objects.stream().filter(o -> kind(o).equals("MutatingWebhookConfiguration")).findFirst()
         .orElseThrow(() -> new UnavailableException("the reference deployment in " + directory + " has no MutatingWebhookConfiguration"));
@@ -149,6 +152,38 @@ public final class ReferenceDeployment {
   /** The node agent's {@code vgpu device-plugin} container. */
   public Container devicePlugin() {
     return devicePlugin;
+  }
+
+  /**
+   * The user the scheduler pod's containers are ({@code vgpu scheduler}, kube-scheduler and the {@code vgpu
+   * certificates} init container alike): the Deployment's ServiceAccount in the Deployment's namespace.
+   */
+  public UserInfo schedulerUser() {
+    return UserInfo.serviceAccount(namespace(schedulerWorkload), serviceAccountName(schedulerWorkload));
+  }
+
+  /**
+   * The user a node agent is on {@code node}: the DaemonSet's ServiceAccount with the node-name claim of
+   * the token kubelet projects into a pod bound to that node.
+   */
+  public UserInfo devicePluginUser(String node) {
+    return UserInfo.boundServiceAccount(namespace(devicePluginWorkload), serviceAccountName(devicePluginWorkload), node);
+  }
+
+  private static String namespace(JsonNode object) {
+    return object.path("metadata").path("namespace").asString("default");
+  }
+
+  private static String serviceAccountName(JsonNode workload) {
+    return workload.path("spec").path("template").path("spec").path("serviceAccountName").asString("default");
+  }
+
+  /**
+   * The deployment's ValidatingAdmissionPolicies and ValidatingAdmissionPolicyBindings, as written (none
+   * when it has none): the API server applies them to every write once they are stored.
+   */
+  public List<JsonNode> admissionPolicies() {
+    return objects.stream().filter(o -> kind(o).equals("ValidatingAdmissionPolicy") || kind(o).equals("ValidatingAdmissionPolicyBinding")).toList();
   }
 
   /** kube-scheduler's {@code KubeSchedulerConfiguration}. */

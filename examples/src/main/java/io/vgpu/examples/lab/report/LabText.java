@@ -44,7 +44,7 @@ public final class LabText {
     for (JsonNode s : report.path("timeline")) {
       List<String> scheduled = new ArrayList<>();
       s.path("scheduled").forEach(x -> scheduled.add(x.asString()));
-      timeline.row(Integer.toString(s.path("step").asInt()), s.path("event").asString(), scheduled.isEmpty() ? "-" : String.join(", ", scheduled));
+      timeline.row(Integer.toString(s.path("step").asInt()), s.path("event").asString() + patchOutcome(s.path("patch")), scheduled.isEmpty() ? "-" : String.join(", ", scheduled));
     }
     out.append("\nTIMELINE\n").append(timeline.render(""));
     TextTable nodes = new TextTable("NODE", "UUID", "TYPE", "MEMORY MiB", "CORES", "SHARERS");
@@ -112,5 +112,13 @@ public final class LabText {
       return "-";
     }
     return String.join(" ", parts) + (c.path("complete").asBoolean(false) ? "" : " (ops still running)");
+  }
+
+  /** A patch event's outcome after its name: {@code : allowed}, or {@code : refused: <the API server's message>}. */
+  private static String patchOutcome(JsonNode patch) {
+    if (patch.isMissingNode()) {
+      return "";
+    }
+    return patch.path("allowed").asBoolean(false) ? ": allowed" : ": refused: " + patch.path("message").asString("");
   }
 }

@@ -2,13 +2,18 @@ package io.vgpu.examples.lab.components;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.vgpu.examples.lab.apiserver.UserInfo;
 import io.vgpu.examples.lab.kubescheduler.KubeSchedulerConfig;
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import tools.jackson.databind.JsonNode;
 
 /** The lab runs what the reference deployment says, changing only the flags that name places. */
 class ReferenceDeploymentTest {
@@ -40,6 +45,40 @@ class ReferenceDeploymentTest {
     assertThat(config.extender().certFile()).isEqualTo("/client-tls/tls.crt");
     assertThat(DEPLOYMENT.certificates().args()).first().isEqualTo("certificates");
     assertThat(DEPLOYMENT.webhookConfiguration().path("webhooks").get(0).path("name").asString()).isEqualTo("vgpu.hami.io");
+  }
+
+  @Test
+  void eachComponentIsTheServiceAccountItsWorkloadNames() {
+    assertThat(DEPLOYMENT.schedulerUser()).isEqualTo(UserInfo.serviceAccount("kube-system", "hami-scheduler"));
+    assertThat(DEPLOYMENT.schedulerUser().groups()).containsExactly("system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated");
+    UserInfo agent = DEPLOYMENT.devicePluginUser("worker1");
+    assertThat(agent.username()).isEqualTo("system:serviceaccount:kube-system:hami-device-plugin");
+    assertThat(agent.extra()).containsExactly(Map.entry(UserInfo.NODE_NAME_CLAIM, List.of("worker1")));
+  }
+
+  @Test
+  void theDeploymentsAdmissionPoliciesAreEveryPolicyAndBindingInItsFiles(@TempDir Path dir) throws IOException {
+    try (var files = Files.list(Path.of("deploy"))) {
+      for (Path f : files.toList()) {
+        Files.copy(f, dir.resolve(f.getFileName()));
+      }
+    }
+    int before = ReferenceDeployment.read(dir).admissionPolicies().size();
+    Files.writeString(dir.resolve("admission-policy.yaml"), """
+        apiVersion: admissionregistration.k8s.io/v1
+        kind: ValidatingAdmissionPolicy
+        metadata: {name: extra-policy}
+        spec: {validations: [{expression: 'true'}]}
+        ---
+        apiVersion: admissionregistration.k8s.io/v1
+        kind: ValidatingAdmissionPolicyBinding
+        metadata: {name: extra-policy}
+        spec: {policyName: extra-policy, validationActions: [Deny]}
+        """);
+    List<JsonNode> policies = ReferenceDeployment.read(dir).admissionPolicies();
+    assertThat(policies).hasSize(before + 2);
+    assertThat(policies).extracting(p -> p.path("kind").asString() + "/" + p.path("metadata").path("name").asString())
+        .contains("ValidatingAdmissionPolicy/extra-policy", "ValidatingAdmissionPolicyBinding/extra-policy");
   }
 
   @Test
