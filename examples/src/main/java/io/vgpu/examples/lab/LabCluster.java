@@ -133,19 +133,14 @@ public final class LabCluster implements AutoCloseable {
   }
 
   private void boot() {
-    Supplier<Path> probe = () -> home.nativeFile("vgpu-lab-probe");
+    // What containers execute or load is copied into the run: they run as nobody, who may not be able to
+    // enter the checkout (a clone in root's home), while every user can reach the run's directory.
+    Supplier<Path> probe = workspace.installOnFirstUse(() -> home.nativeFile("vgpu-lab-probe"), "bin");
     Map<String, String> driverLibraries = new LinkedHashMap<>();
     for (String lib : List.of("libcuda.so.1", "libnvidia-ml.so.1")) {
-      driverLibraries.put(lib, home.nativeFile(lib).toString());
+      driverLibraries.put(lib, workspace.install(home.nativeFile(lib), DRIVER_LIBRARIES).toString());
     }
     Path driverDir = workspace.directory(DRIVER_LIBRARIES);
-    try {
-      for (Map.Entry<String, String> lib : driverLibraries.entrySet()) {
-        Files.createSymbolicLink(driverDir.resolve(lib.getKey()), Path.of(lib.getValue()));
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot link the mock driver libraries", e);
-    }
     api = ApiServerStandIn.start();
     client = api.client();
     Path kubeconfig = api.writeKubeconfig(workspace.file("kubeconfig"));

@@ -84,6 +84,31 @@ class ContainerRuntimeTest {
   }
 
   @Test
+  void aProgramOfACheckoutNobodyCanEnterRunsOnceInstalledIntoTheRun() throws Exception {
+    // a clone in root's home: mode 0700, so the container user cannot reach what lies under it
+    Path checkout = Files.createTempDirectory("vgpu-checkout-");
+    try {
+      Path program = Files.writeString(checkout.resolve("probe.sh"), "#!/bin/sh\necho \"probe ran as $(id -u)\"\n");
+      Files.setPosixFilePermissions(program, PosixFilePermissions.fromString("rwxr-xr-x"));
+      Files.setPosixFilePermissions(checkout, PosixFilePermissions.fromString("rwx------"));
+
+      RunningContainer direct = run(List.of(), Map.of("PATH", "/usr/bin:/bin"), "exec " + program);
+      assertThat(Files.readString(direct.stdoutFile())).isEmpty();
+      assertThat(String.join("\n", direct.stderrTail(5))).contains("Permission denied");
+
+      Path installed = workspace.install(program, "bin");
+      RunningContainer copy = run(List.of(), Map.of("PATH", "/usr/bin:/bin"), "exec " + installed);
+      assertThat(Files.readString(copy.stdoutFile())).isEqualTo("probe ran as 65534\n");
+    } finally {
+      try (var files = Files.walk(checkout)) {
+        for (Path p : files.sorted(java.util.Comparator.reverseOrder()).toList()) {
+          Files.delete(p);
+        }
+      }
+    }
+  }
+
+  @Test
   void aContainerJoinsItsKubeletNamedCgroupAndIsStoppedWithItsChildren() throws Exception {
     assumeThat(cgroups.available()).as("no writable cgroup hierarchy").isTrue();
     ContainerRuntime runtime = new ContainerRuntime(workspace, cgroups, ContainerRuntime.defaultLibraryDirectory());
