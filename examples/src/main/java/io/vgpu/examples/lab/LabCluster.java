@@ -89,6 +89,7 @@ public final class LabCluster implements AutoCloseable {
   private List<String> schedulerArgs = List.of();
   private Map<String, String> schedulerEnv = Map.of();
   private KubeSchedulerStandIn kubeScheduler;
+  private KubeSchedulerStandIn defaultScheduler;
   private String webhookName = "";
   private SchedulerLaunch launch;
   private DeviceConfig config;
@@ -201,6 +202,10 @@ public final class LabCluster implements AutoCloseable {
     int extenderPort = launch.labPort(prefix.getPort() < 0 ? 443 : prefix.getPort(), "the extender's urlPrefix " + prefix);
     kubeScheduler = new KubeSchedulerStandIn(client, kubeSchedulerConfig, URI.create("https://127.0.0.1:" + extenderPort + prefix.getRawPath()),
         launch.kubeSchedulerTls(kubeSchedulerConfig), () -> nodeOrder, launch.podName());
+    // The cluster's own scheduler, for the pods that name default-scheduler (LAB.md, "Other schedulers").
+    if (!kubeSchedulerConfig.schedulerNames().contains(KubeSchedulerStandIn.DEFAULT_SCHEDULER)) {
+      defaultScheduler = KubeSchedulerStandIn.defaultScheduler(client, kubeScheduler);
+    }
     int webhookPort = deployment.webhookContainerPort();
     api.admission(webhookName, URI.create("https://127.0.0.1:" + launch.labPort(webhookPort, "the webhook's Service port")));
 
@@ -432,6 +437,15 @@ public final class LabCluster implements AutoCloseable {
     return kubeScheduler;
   }
 
+  /**
+   * Every scheduler of the cluster: kube-scheduler with vgpu's extender, then the default scheduler for
+   * the pods that name {@code default-scheduler}. {@link KubeSchedulerStandIn#placed} of the first lists
+   * both schedulers' placements.
+   */
+  public List<KubeSchedulerStandIn> schedulers() {
+    return defaultScheduler == null ? List.of(kubeScheduler) : List.of(kubeScheduler, defaultScheduler);
+  }
+
   /** The kubelets by node, in the scenario's order. */
   public Map<String, KubeletStandIn> kubelets() {
     return kubelets;
@@ -466,6 +480,9 @@ public final class LabCluster implements AutoCloseable {
   public void close() {
     if (kubeScheduler != null) {
       kubeScheduler.close();
+    }
+    if (defaultScheduler != null) {
+      defaultScheduler.close();
     }
     kubelets.values().parallelStream().forEach(KubeletStandIn::close);
     components().parallelStream().forEach(ComponentProcess::stop);

@@ -7,6 +7,7 @@ import io.vgpu.examples.lab.components.ComponentProcess;
 import io.vgpu.examples.lab.kubelet.KubeletStandIn;
 import io.vgpu.examples.lab.kubelet.LabPodRunner;
 import io.vgpu.examples.lab.kubelet.PodWorker;
+import io.vgpu.examples.lab.kubescheduler.KubeSchedulerStandIn;
 import io.vgpu.examples.lab.report.LabReportBuilder;
 import io.vgpu.k8s.cli.UnavailableException;
 import io.vgpu.k8s.pod.PodJson;
@@ -119,7 +120,7 @@ public final class LabRun {
       Pod created = cluster.client().pods().inNamespace(ref.namespace()).resource(pod).create();
       pods.put(ref, Optional.empty());
       String uid = created.getMetadata().getUid();
-      await(() -> cluster.kubeScheduler().seen(uid), () -> "kube-scheduler to see " + ref);
+      await(() -> cluster.schedulers().stream().allMatch(s -> s.seen(uid)), () -> "the schedulers to see " + ref);
     } catch (KubernetesClientException e) {
       String message = e.getStatus() != null && e.getStatus().getMessage() != null ? e.getStatus().getMessage() : String.valueOf(e.getMessage());
       int denied = message.indexOf(DENIED);
@@ -147,7 +148,7 @@ public final class LabRun {
     }
     String uid = pod.getMetadata().getUid();
     cluster.client().pods().inNamespace(ref.namespace()).withName(ref.name()).withGracePeriod(0).delete();
-    await(() -> cluster.kubeScheduler().seenDeleted(uid), () -> "kube-scheduler to see " + ref + " deleted");
+    await(() -> cluster.schedulers().stream().allMatch(s -> s.seenDeleted(uid)), () -> "the schedulers to see " + ref + " deleted");
     String node = pod.getSpec().getNodeName();
     if (node != null && cluster.kubelets().containsKey(node)) {
       KubeletStandIn kubelet = cluster.kubelets().get(node);
@@ -162,11 +163,12 @@ public final class LabRun {
   }
 
   private boolean settled() {
-    return cluster.kubeScheduler().idle() && inTransit().isEmpty();
+    return cluster.schedulers().stream().allMatch(KubeSchedulerStandIn::idle) && inTransit().isEmpty();
   }
 
   private List<String> inTransit() {
-    List<String> out = new ArrayList<>(cluster.kubeScheduler().pendingWork());
+    List<String> out = new ArrayList<>();
+    cluster.schedulers().forEach(s -> out.addAll(s.pendingWork()));
     for (Pod pod : cluster.client().pods().inAnyNamespace().list().getItems()) {
       String node = pod.getSpec().getNodeName();
       if (node == null || node.isEmpty()) {

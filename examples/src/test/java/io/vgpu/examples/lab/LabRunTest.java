@@ -23,8 +23,9 @@ import tools.jackson.databind.JsonNode;
  * Lab scenarios end to end: the real scheduler and node agents as processes, containers as processes
  * over the mock driver. Each report satisfies every check its scenario states and places every pod where
  * {@code vgpu simulate} does. Every scenario of the hami suite runs here (what {@code vgpu lab --suite
- * hami} runs, the smoke scenario with a look at the report's shape), and the node watchdog's (a container
- * escaping the interposer killed, or reported, by the real node agent; one within its grant untouched).
+ * hami} runs, the smoke scenario with a look at the report's shape), the node watchdog's (a container
+ * escaping the interposer killed, or reported, by the real node agent; one within its grant untouched),
+ * and the cluster's other parts (the default scheduler, NVIDIA's runtime as the node's default).
  */
 class LabRunTest {
   private static JsonNode runAndCheck(String suiteFile) throws Exception {
@@ -59,6 +60,12 @@ class LabRunTest {
   @ParameterizedTest
   @ValueSource(strings = {"enforcement/01-watchdog-kills-an-escape.yaml", "enforcement/02-watchdog-reports-an-escape.yaml"})
   void theNodeWatchdogHoldsContainersToTheirGrant(String file) throws Exception {
+    runAndCheck(file);
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"cluster/01-default-scheduler.yaml"})
+  void theClustersOtherPartsBehaveAsOnARealNode(String file) throws Exception {
     runAndCheck(file);
   }
 

@@ -29,6 +29,7 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -115,7 +116,8 @@ public final class LabReportBuilder {
       out.set("annotations", written);
     }
     if (node.isEmpty()) {
-      Map<String, String> reasons = cluster.kubeScheduler().reasons(ref);
+      Map<String, String> reasons = new LinkedHashMap<>();
+      cluster.schedulers().forEach(s -> reasons.putAll(s.reasons(ref)));
       if (!reasons.isEmpty()) {
         ObjectNode r = out.putObject("reasons");
         reasons.forEach(r::put);
