@@ -64,7 +64,7 @@ class LabRunTest {
   }
 
   @ParameterizedTest
-  @ValueSource(strings = {"cluster/01-default-scheduler.yaml"})
+  @ValueSource(strings = {"cluster/01-default-scheduler.yaml", "cluster/02-nvidia-runtime.yaml"})
   void theClustersOtherPartsBehaveAsOnARealNode(String file) throws Exception {
     runAndCheck(file);
   }
