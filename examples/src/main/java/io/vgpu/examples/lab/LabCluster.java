@@ -456,6 +456,28 @@ public final class LabCluster implements AutoCloseable {
     return machines;
   }
 
+  /**
+   * The labels a node needs for the scheduler to register it: its {@code --node-label-selector} (the
+   * reference deployment renders none: every node).
+   */
+  public Map<String, String> schedulerNodeLabels() {
+    Map<String, String> out = new LinkedHashMap<>();
+    for (int i = 0; i < schedulerArgs.size(); i++) {
+      String arg = schedulerArgs.get(i);
+      String value = arg.startsWith("--node-label-selector=") ? arg.substring("--node-label-selector=".length())
+          : arg.equals("--node-label-selector") && i + 1 < schedulerArgs.size() ? schedulerArgs.get(i + 1) : null;
+      if (value != null) {
+        for (String pair : value.split(",")) {
+          int eq = pair.indexOf('=');
+          if (eq > 0) {
+            out.put(pair.substring(0, eq).trim(), pair.substring(eq + 1).trim());
+          }
+        }
+      }
+    }
+    return out;
+  }
+
   /** The configuration in force. */
   public DeviceConfig config() {
     return config;

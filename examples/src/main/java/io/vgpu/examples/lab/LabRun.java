@@ -43,6 +43,7 @@ public final class LabRun {
   private final Duration settleTimeout;
   private final Map<PodRef, Optional<String>> pods = new LinkedHashMap<>();
   private final ArrayNode timeline = PodJson.mapper().createArrayNode();
+  private final Settling settling = new Settling();
   private ObjectNode writtenConfig;
 
   /**
@@ -98,8 +99,10 @@ public final class LabRun {
     } else if (event instanceof ScenarioEvent.SetConfig set) {
       writtenConfig.setAll((ObjectNode) JacksonTrees.toJson(set.written()));
       cluster.reconfigure(writtenConfig.deepCopy(), set.config());
+      settling.restarted();
     } else if (event instanceof ScenarioEvent.Restart restart) {
       cluster.restart(restart.component());
+      settling.restarted();
     } else if (event instanceof ScenarioEvent.Wait wait) {
       sleep(wait.duration());
     } else if (event instanceof ScenarioEvent.Scrape) {
@@ -147,6 +150,7 @@ public final class LabRun {
       return;
     }
     String uid = pod.getMetadata().getUid();
+    settling.deleting(pod);
     cluster.client().pods().inNamespace(ref.namespace()).withName(ref.name()).withGracePeriod(0).delete();
     await(() -> cluster.schedulers().stream().allMatch(s -> s.seenDeleted(uid)), () -> "the schedulers to see " + ref + " deleted");
     String node = pod.getSpec().getNodeName();
@@ -157,13 +161,32 @@ public final class LabRun {
     }
   }
 
-  /** Waits until no pod is in transit. */
+  /** Waits until no pod is in transit and the components have seen the event ({@link Settling}). */
   private void settle(String after) {
-    await(this::settled, () -> "no pod in transit after " + after + "; still: " + String.join("; ", inTransit()));
-  }
+    List<String> waiting = new ArrayList<>(List.of("nothing read yet"));
+    Settling.Cluster view = new Settling.Cluster() {
+      @Override
+      public List<String> inTransit() {
+        return LabRun.this.inTransit();
+      }
 
-  private boolean settled() {
-    return cluster.schedulers().stream().allMatch(KubeSchedulerStandIn::idle) && inTransit().isEmpty();
+      @Override
+      public CaughtUp.View view() {
+        return new CaughtUp.View(cluster.client().pods().inAnyNamespace().list().getItems(), cluster.client().nodes().list().getItems(),
+            cluster.config().resourceCountName(), cluster.schedulerNodeLabels(), cluster.scrape());
+      }
+
+      @Override
+      public void retryUnschedulable() {
+        cluster.schedulers().forEach(KubeSchedulerStandIn::retryUnschedulable);
+      }
+    };
+    await(() -> {
+      List<String> now = settling.waitingFor(view);
+      waiting.clear();
+      waiting.addAll(now);
+      return now.isEmpty();
+    }, () -> "the cluster to settle after " + after + "; still: " + String.join("; ", waiting));
   }
 
   private List<String> inTransit() {
