@@ -73,12 +73,14 @@ public final class LabWorkspace implements AutoCloseable {
         }
       } else if (Files.exists(root)) {
         throw new InputException("--keep: " + root + " is not a directory");
-      } else {
-        Files.createDirectories(root);
       }
-      Optional<String> closed = closedToContainers(root);
-      if (closed.isPresent()) {
-        throw new InputException("--keep: " + root + " is out of reach of containers: " + closed.get() + "; keep the run in a directory every user can enter");
+      // before creating anything there, and again after (a umask may close what was created)
+      for (int pass = 0; pass < 2; pass++) {
+        Optional<String> closed = closedToContainers(root);
+        if (closed.isPresent()) {
+          throw new InputException("--keep: " + root + " is out of reach of containers: " + closed.get() + "; keep the run in a directory every user can enter");
+        }
+        Files.createDirectories(root);
       }
       open(root);
       return new LabWorkspace(root, true);
@@ -90,11 +92,17 @@ public final class LabWorkspace implements AutoCloseable {
   /**
    * Why the container user ({@link ContainerRuntime#CONTAINER_UID}, in its own group and no other) cannot
    * reach {@code dir}: the first directory above it that does not let that user search it, with its mode
-   * and owner. Empty when every one does ({@code dir} itself is opened by the workspace).
+   * and owner. Empty when every one does ({@code dir} itself is opened by the workspace). Of a path not
+   * created yet, the directories above it that exist are judged.
    */
   static Optional<String> closedToContainers(Path dir) throws IOException {
+    Path absolute = dir.toAbsolutePath().normalize();
+    Path start = absolute.getParent();
+    while (start != null && !Files.exists(start)) {
+      start = start.getParent();
+    }
     // the directories the kernel walks: those of the real path, symbolic links resolved
-    for (Path p = dir.toRealPath().getParent(); p != null; p = p.getParent()) {
+    for (Path p = start == null ? null : start.toRealPath(); p != null; p = p.getParent()) {
       int mode = (Integer) Files.getAttribute(p, "unix:mode");
       int uid = (Integer) Files.getAttribute(p, "unix:uid");
       int gid = (Integer) Files.getAttribute(p, "unix:gid");

@@ -22,10 +22,11 @@ class LabWorkspaceTest {
     Path home = Files.createDirectory(temp.resolve("home"));
     Files.setPosixFilePermissions(home, PosixFilePermissions.fromString("rwx------"));
 
-    assertThatThrownBy(() -> LabWorkspace.kept(home.resolve("run")))
+    assertThatThrownBy(() -> LabWorkspace.kept(home.resolve("runs/one")))
         .isInstanceOf(InputException.class)
-        .hasMessageStartingWith("--keep: " + home.resolve("run") + " is out of reach of containers: user 65534, as which containers run, cannot enter "
+        .hasMessageStartingWith("--keep: " + home.resolve("runs/one") + " is out of reach of containers: user 65534, as which containers run, cannot enter "
             + home.toRealPath() + " (mode 0700, owner ");
+    assertThat(home.resolve("runs")).as("nothing is created there").doesNotExist();
   }
 
   @Test
