@@ -29,6 +29,7 @@ import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.codec.NodeRegisterCodec;
 import io.vgpu.k8s.config.DeviceConfig;
 import io.vgpu.k8s.pod.PodJson;
+import io.vgpu.k8s.simulate.NodeAgentSelector;
 import io.vgpu.k8s.simulate.NodeSpec;
 import io.vgpu.k8s.simulate.Scenario;
 import io.vgpu.k8s.simulate.ScenarioEvent;
@@ -476,6 +477,20 @@ public final class LabCluster implements AutoCloseable {
       }
     }
     return out;
+  }
+
+  /**
+   * Why a node with GPUs runs no node agent: the labels of the node agent DaemonSet's {@code nodeSelector}
+   * it lacks, so its GPUs never register. Empty for a node that runs one, or has no GPU.
+   */
+  public Optional<String> withoutNodeAgent(String node) {
+    for (NodeSpec spec : scenario.nodes()) {
+      List<String> missing = NodeAgentSelector.missing(deployment.devicePlugin().nodeSelector(), spec.labels());
+      if (spec.name().equals(node) && !spec.devices().isEmpty() && !missing.isEmpty()) {
+        return Optional.of("node " + node + " has no node agent: it lacks the label " + String.join(", ", missing) + " the DaemonSet selects");
+      }
+    }
+    return Optional.empty();
   }
 
   /** The configuration in force. */

@@ -19,6 +19,7 @@ import io.vgpu.examples.lab.kubelet.RunningContainer;
 import io.vgpu.k8s.codec.DeviceListCodec;
 import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.codec.NodeRegisterCodec;
+import io.vgpu.k8s.codec.ReasonCodec;
 import io.vgpu.k8s.pod.PodJson;
 import io.vgpu.k8s.pod.PodRefs;
 import io.vgpu.k8s.simulate.SimulationJson;
@@ -120,7 +121,9 @@ public final class LabReportBuilder {
       cluster.schedulers().forEach(s -> reasons.putAll(s.reasons(ref)));
       if (!reasons.isEmpty()) {
         ObjectNode r = out.putObject("reasons");
-        reasons.forEach(r::put);
+        // the extender only knows the node never registered; the lab knows why
+        reasons.forEach((where, reason) -> r.put(where,
+            reason.equals(ReasonCodec.NODE_UNREGISTERED) ? cluster.withoutNodeAgent(where).map(why -> reason + ": " + why).orElse(reason) : reason));
       }
       return out;
     }

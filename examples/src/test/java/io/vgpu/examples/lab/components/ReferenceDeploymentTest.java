@@ -3,6 +3,7 @@ package io.vgpu.examples.lab.components;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.vgpu.examples.lab.kubescheduler.KubeSchedulerConfig;
+import io.vgpu.k8s.simulate.NodeAgentSelector;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -30,7 +31,8 @@ class ReferenceDeploymentTest {
     assertThat(DEPLOYMENT.scheduler().args()).first().isEqualTo("scheduler");
     assertThat(DEPLOYMENT.scheduler().fieldEnv()).containsEntry("POD_NAME", "metadata.name");
     assertThat(DEPLOYMENT.devicePlugin().args()).first().isEqualTo("device-plugin");
-    assertThat(DEPLOYMENT.devicePlugin().nodeSelector()).containsEntry("gpu", "on");
+    // vgpu simulate warns of GPU nodes without these labels, judging by the chart's default
+    assertThat(DEPLOYMENT.devicePlugin().nodeSelector()).isEqualTo(NodeAgentSelector.CHART_DEFAULT);
     KubeSchedulerConfig config = KubeSchedulerConfig.of(DEPLOYMENT.schedulerConfiguration());
     assertThat(config.schedulerNames()).containsExactly("hami-scheduler");
     assertThat(config.extender().nodeCacheCapable()).isTrue();
