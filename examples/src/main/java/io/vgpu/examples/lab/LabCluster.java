@@ -32,6 +32,7 @@ import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.codec.NodeRegisterCodec;
 import io.vgpu.k8s.config.DeviceConfig;
 import io.vgpu.k8s.pod.PodJson;
+import io.vgpu.k8s.simulate.NodeAgentSelector;
 import io.vgpu.k8s.simulate.NodeSpec;
 import io.vgpu.k8s.simulate.Scenario;
 import io.vgpu.k8s.simulate.ScenarioEvent;
@@ -93,6 +94,7 @@ public final class LabCluster implements AutoCloseable {
   private List<String> schedulerArgs = List.of();
   private Map<String, String> schedulerEnv = Map.of();
   private KubeSchedulerStandIn kubeScheduler;
+  private KubeSchedulerStandIn defaultScheduler;
   private String webhookName = "";
   private SchedulerLaunch launch;
   private DeviceConfig config;
@@ -137,19 +139,14 @@ public final class LabCluster implements AutoCloseable {
   }
 
   private void boot() {
-    Supplier<Path> probe = () -> home.nativeFile("vgpu-lab-probe");
+    // What containers execute or load is copied into the run: they run as nobody, who may not be able to
+    // enter the checkout (a clone in root's home), while every user can reach the run's directory.
+    Supplier<Path> probe = workspace.installOnFirstUse(() -> home.nativeFile("vgpu-lab-probe"), "bin");
     Map<String, String> driverLibraries = new LinkedHashMap<>();
     for (String lib : List.of("libcuda.so.1", "libnvidia-ml.so.1")) {
-      driverLibraries.put(lib, home.nativeFile(lib).toString());
+      driverLibraries.put(lib, workspace.install(home.nativeFile(lib), DRIVER_LIBRARIES).toString());
     }
     Path driverDir = workspace.directory(DRIVER_LIBRARIES);
-    try {
-      for (Map.Entry<String, String> lib : driverLibraries.entrySet()) {
-        Files.createSymbolicLink(driverDir.resolve(lib.getKey()), Path.of(lib.getValue()));
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot link the mock driver libraries", e);
-    }
     api = ApiServerStandIn.start();
     client = api.client();
     // The scheduler pod's containers share its ServiceAccount; each node agent is its own (LAB.md's identities).
@@ -211,6 +208,10 @@ public final class LabCluster implements AutoCloseable {
     int extenderPort = launch.labPort(prefix.getPort() < 0 ? 443 : prefix.getPort(), "the extender's urlPrefix " + prefix);
     kubeScheduler = new KubeSchedulerStandIn(client(deployment.schedulerUser()), kubeSchedulerConfig, URI.create("https://127.0.0.1:" + extenderPort + prefix.getRawPath()),
         launch.kubeSchedulerTls(kubeSchedulerConfig), () -> nodeOrder, launch.podName());
+    // The cluster's own scheduler, for the pods that name default-scheduler (LAB.md, "Other schedulers").
+    if (!kubeSchedulerConfig.schedulerNames().contains(KubeSchedulerStandIn.DEFAULT_SCHEDULER)) {
+      defaultScheduler = KubeSchedulerStandIn.defaultScheduler(client, kubeScheduler);
+    }
     int webhookPort = deployment.webhookContainerPort();
     api.admission(webhookName, URI.create("https://127.0.0.1:" + launch.labPort(webhookPort, "the webhook's Service port")));
 
@@ -456,6 +457,15 @@ public final class LabCluster implements AutoCloseable {
     return kubeScheduler;
   }
 
+  /**
+   * Every scheduler of the cluster: kube-scheduler with vgpu's extender, then the default scheduler for
+   * the pods that name {@code default-scheduler}. {@link KubeSchedulerStandIn#placed} of the first lists
+   * both schedulers' placements.
+   */
+  public List<KubeSchedulerStandIn> schedulers() {
+    return defaultScheduler == null ? List.of(kubeScheduler) : List.of(kubeScheduler, defaultScheduler);
+  }
+
   /** The kubelets by node, in the scenario's order. */
   public Map<String, KubeletStandIn> kubelets() {
     return kubelets;
@@ -464,6 +474,42 @@ public final class LabCluster implements AutoCloseable {
   /** The mock machines by node. */
   public Map<String, MockMachine> machines() {
     return machines;
+  }
+
+  /**
+   * The labels a node needs for the scheduler to register it: its {@code --node-label-selector} (the
+   * reference deployment renders none: every node).
+   */
+  public Map<String, String> schedulerNodeLabels() {
+    Map<String, String> out = new LinkedHashMap<>();
+    for (int i = 0; i < schedulerArgs.size(); i++) {
+      String arg = schedulerArgs.get(i);
+      String value = arg.startsWith("--node-label-selector=") ? arg.substring("--node-label-selector=".length())
+          : arg.equals("--node-label-selector") && i + 1 < schedulerArgs.size() ? schedulerArgs.get(i + 1) : null;
+      if (value != null) {
+        for (String pair : value.split(",")) {
+          int eq = pair.indexOf('=');
+          if (eq > 0) {
+            out.put(pair.substring(0, eq).trim(), pair.substring(eq + 1).trim());
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Why a node with GPUs runs no node agent: the labels of the node agent DaemonSet's {@code nodeSelector}
+   * it lacks, so its GPUs never register. Empty for a node that runs one, or has no GPU.
+   */
+  public Optional<String> withoutNodeAgent(String node) {
+    for (NodeSpec spec : scenario.nodes()) {
+      List<String> missing = NodeAgentSelector.missing(deployment.devicePlugin().nodeSelector(), spec.labels());
+      if (spec.name().equals(node) && !spec.devices().isEmpty() && !missing.isEmpty()) {
+        return Optional.of("node " + node + " has no node agent: it lacks the label " + String.join(", ", missing) + " the DaemonSet selects");
+      }
+    }
+    return Optional.empty();
   }
 
   /** The configuration in force. */
@@ -490,6 +536,9 @@ public final class LabCluster implements AutoCloseable {
   public void close() {
     if (kubeScheduler != null) {
       kubeScheduler.close();
+    }
+    if (defaultScheduler != null) {
+      defaultScheduler.close();
     }
     kubelets.values().parallelStream().forEach(KubeletStandIn::close);
     components().parallelStream().forEach(ComponentProcess::stop);

@@ -10,6 +10,7 @@ import io.vgpu.examples.lab.components.ComponentProcess;
 import io.vgpu.examples.lab.kubelet.KubeletStandIn;
 import io.vgpu.examples.lab.kubelet.LabPodRunner;
 import io.vgpu.examples.lab.kubelet.PodWorker;
+import io.vgpu.examples.lab.kubescheduler.KubeSchedulerStandIn;
 import io.vgpu.examples.lab.report.LabReportBuilder;
 import io.vgpu.k8s.cli.UnavailableException;
 import io.vgpu.k8s.pod.PodJson;
@@ -45,6 +46,7 @@ public final class LabRun {
   private final Duration settleTimeout;
   private final Map<PodRef, Optional<String>> pods = new LinkedHashMap<>();
   private final ArrayNode timeline = PodJson.mapper().createArrayNode();
+  private final Settling settling = new Settling();
   private ObjectNode writtenConfig;
 
   /**
@@ -102,8 +104,10 @@ public final class LabRun {
     } else if (event instanceof ScenarioEvent.SetConfig set) {
       writtenConfig.setAll((ObjectNode) JacksonTrees.toJson(set.written()));
       cluster.reconfigure(writtenConfig.deepCopy(), set.config());
+      settling.restarted();
     } else if (event instanceof ScenarioEvent.Restart restart) {
       cluster.restart(restart.component());
+      settling.restarted();
     } else if (event instanceof ScenarioEvent.Wait wait) {
       sleep(wait.duration());
     } else if (event instanceof ScenarioEvent.Scrape) {
@@ -124,7 +128,7 @@ public final class LabRun {
       Pod created = cluster.client(UserInfo.TENANT).pods().inNamespace(ref.namespace()).resource(pod).create();
       pods.put(ref, Optional.empty());
       String uid = created.getMetadata().getUid();
-      await(() -> cluster.kubeScheduler().seen(uid), () -> "kube-scheduler to see " + ref);
+      await(() -> cluster.schedulers().stream().allMatch(s -> s.seen(uid)), () -> "the schedulers to see " + ref);
     } catch (KubernetesClientException e) {
       String message = e.getStatus() != null && e.getStatus().getMessage() != null ? e.getStatus().getMessage() : String.valueOf(e.getMessage());
       int denied = message.indexOf(DENIED);
@@ -151,8 +155,9 @@ public final class LabRun {
       return;
     }
     String uid = pod.getMetadata().getUid();
+    settling.deleting(pod);
     cluster.client(UserInfo.TENANT).pods().inNamespace(ref.namespace()).withName(ref.name()).withGracePeriod(0).delete();
-    await(() -> cluster.kubeScheduler().seenDeleted(uid), () -> "kube-scheduler to see " + ref + " deleted");
+    await(() -> cluster.schedulers().stream().allMatch(s -> s.seenDeleted(uid)), () -> "the schedulers to see " + ref + " deleted");
     String node = pod.getSpec().getNodeName();
     if (node != null && cluster.kubelets().containsKey(node)) {
       KubeletStandIn kubelet = cluster.kubelets().get(node);
@@ -205,17 +210,37 @@ public final class LabRun {
     });
   }
 
-  /** Waits until no pod is in transit. */
+  /** Waits until no pod is in transit and the components have seen the event ({@link Settling}). */
   private void settle(String after) {
-    await(this::settled, () -> "no pod in transit after " + after + "; still: " + String.join("; ", inTransit()));
-  }
+    List<String> waiting = new ArrayList<>(List.of("nothing read yet"));
+    Settling.Cluster view = new Settling.Cluster() {
+      @Override
+      public List<String> inTransit() {
+        return LabRun.this.inTransit();
+      }
 
-  private boolean settled() {
-    return cluster.kubeScheduler().idle() && inTransit().isEmpty();
+      @Override
+      public CaughtUp.View view() {
+        return new CaughtUp.View(cluster.client().pods().inAnyNamespace().list().getItems(), cluster.client().nodes().list().getItems(),
+            cluster.config().resourceCountName(), cluster.schedulerNodeLabels(), cluster.scrape());
+      }
+
+      @Override
+      public void retryUnschedulable() {
+        cluster.schedulers().forEach(KubeSchedulerStandIn::retryUnschedulable);
+      }
+    };
+    await(() -> {
+      List<String> now = settling.waitingFor(view);
+      waiting.clear();
+      waiting.addAll(now);
+      return now.isEmpty();
+    }, () -> "the cluster to settle after " + after + "; still: " + String.join("; ", waiting));
   }
 
   private List<String> inTransit() {
-    List<String> out = new ArrayList<>(cluster.kubeScheduler().pendingWork());
+    List<String> out = new ArrayList<>();
+    cluster.schedulers().forEach(s -> out.addAll(s.pendingWork()));
     for (Pod pod : cluster.client().pods().inAnyNamespace().list().getItems()) {
       String node = pod.getSpec().getNodeName();
       if (node == null || node.isEmpty()) {

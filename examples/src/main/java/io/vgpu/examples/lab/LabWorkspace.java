@@ -1,5 +1,7 @@
 package io.vgpu.examples.lab;
 
+import io.vgpu.examples.lab.kubelet.ContainerRuntime;
+import io.vgpu.k8s.cli.UnavailableException;
 import io.vgpu.k8s.yaml.InputException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -7,8 +9,11 @@ import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.SimpleFileVisitor;
+import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Optional;
+import java.util.function.Supplier;
 import java.util.stream.Stream;
 
 /**
@@ -19,7 +24,10 @@ import java.util.stream.Stream;
  *
  * <p>Everything is world-readable and the tree world-traversable: container processes run as an
  * unprivileged user and must reach their mock driver state and shared regions, as they would reach a
- * host path a container runtime mounted for them.
+ * host path a container runtime mounted for them. So the root must be reachable by that user — every
+ * directory above it must let the user pass — and what containers execute or load from the checkout
+ * (the probe, the mock driver) is {@linkplain #install copied in}: a checkout may lie where that user
+ * cannot go, such as a clone in root's home (mode 0700).
  */
 public final class LabWorkspace implements AutoCloseable {
   /** Unix socket paths longer than this do not fit {@code sockaddr_un}. */
@@ -37,6 +45,11 @@ public final class LabWorkspace implements AutoCloseable {
   public static LabWorkspace temporary() {
     try {
       Path root = Files.createTempDirectory("vgpu-lab-");
+      Optional<String> closed = closedToContainers(root);
+      if (closed.isPresent()) {
+        delete(root);
+        throw new UnavailableException("the lab's temporary directory " + root + " (java.io.tmpdir) is out of reach of containers: " + closed.get());
+      }
       open(root);
       return new LabWorkspace(root, false);
     } catch (IOException e) {
@@ -60,7 +73,13 @@ public final class LabWorkspace implements AutoCloseable {
         }
       } else if (Files.exists(root)) {
         throw new InputException("--keep: " + root + " is not a directory");
-      } else {
+      }
+      // before creating anything there, and again after (a umask may close what was created)
+      for (int pass = 0; pass < 2; pass++) {
+        Optional<String> closed = closedToContainers(root);
+        if (closed.isPresent()) {
+          throw new InputException("--keep: " + root + " is out of reach of containers: " + closed.get() + "; keep the run in a directory every user can enter");
+        }
         Files.createDirectories(root);
       }
       open(root);
@@ -68,6 +87,33 @@ public final class LabWorkspace implements AutoCloseable {
     } catch (IOException e) {
       throw new InputException("--keep: cannot use " + root + ": " + e.getMessage());
     }
+  }
+
+  /**
+   * Why the container user ({@link ContainerRuntime#CONTAINER_UID}, in its own group and no other) cannot
+   * reach {@code dir}: the first directory above it that does not let that user search it, with its mode
+   * and owner. Empty when every one does ({@code dir} itself is opened by the workspace). Of a path not
+   * created yet, the directories above it that exist are judged.
+   */
+  static Optional<String> closedToContainers(Path dir) throws IOException {
+    Path absolute = dir.toAbsolutePath().normalize();
+    Path start = absolute.getParent();
+    while (start != null && !Files.exists(start)) {
+      start = start.getParent();
+    }
+    // the directories the kernel walks: those of the real path, symbolic links resolved
+    for (Path p = start == null ? null : start.toRealPath(); p != null; p = p.getParent()) {
+      int mode = (Integer) Files.getAttribute(p, "unix:mode");
+      int uid = (Integer) Files.getAttribute(p, "unix:uid");
+      int gid = (Integer) Files.getAttribute(p, "unix:gid");
+      // The kernel checks one class only: owner if the uid matches, else group, else others.
+      int searchBit = uid == ContainerRuntime.CONTAINER_UID ? 0100 : gid == ContainerRuntime.CONTAINER_UID ? 0010 : 0001;
+      if ((mode & searchBit) == 0) {
+        return Optional.of("user " + ContainerRuntime.CONTAINER_UID + ", as which containers run, cannot enter " + p
+            + String.format(" (mode %04o, owner %d:%d)", mode & 07777, uid, gid));
+      }
+    }
+    return Optional.empty();
   }
 
   private static void open(Path dir) throws IOException {
@@ -117,6 +163,39 @@ public final class LabWorkspace implements AutoCloseable {
           + (MAX_SOCKET_PATH - dir.toString().length() + root.toString().length()) + " characters); choose a shorter one");
     }
     return dir;
+  }
+
+  /**
+   * Copies a file into {@code directory} under the root, readable and executable by every user, and
+   * returns the copy: containers run as an unprivileged user that may not reach the original.
+   */
+  public Path install(Path source, String directory) {
+    Path target = directory(directory).resolve(source.getFileName().toString());
+    try {
+      Files.copy(source, target, StandardCopyOption.REPLACE_EXISTING);
+      Files.setPosixFilePermissions(target, PosixFilePermissions.fromString("r-xr-xr-x"));
+      return target;
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot copy " + source + " into the run", e);
+    }
+  }
+
+  /**
+   * {@link #install} on first use: the file is looked for, and copied, only when something asks for it
+   * (so that a run that needs no probe needs none built).
+   */
+  public Supplier<Path> installOnFirstUse(Supplier<Path> source, String directory) {
+    return new Supplier<>() {
+      private Path installed;
+
+      @Override
+      public synchronized Path get() {
+        if (installed == null) {
+          installed = install(source.get(), directory);
+        }
+        return installed;
+      }
+    };
   }
 
   /** Writes a text file under the root. */

@@ -4,6 +4,7 @@ import io.vgpu.api.PodRef;
 import io.vgpu.api.spi.ContainerContractProvider;
 import io.vgpu.core.Engine;
 import io.vgpu.k8s.pod.PodRefs;
+import io.vgpu.k8s.simulate.NodeAgentSelector;
 import io.vgpu.k8s.simulate.PodExplanation;
 import io.vgpu.k8s.simulate.Scenario;
 import io.vgpu.k8s.simulate.ScenarioParser;
@@ -22,7 +23,10 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
-/** {@code vgpu simulate FILE [--output json] [--explain POD]}: replays a scenario file. */
+/**
+ * {@code vgpu simulate FILE [--output json] [--explain POD]}: replays a scenario file. Warnings about the
+ * scenario (a GPU node the chart's node agent would not run on) go to standard error, one line each.
+ */
 @Command(
     name = "simulate",
     mixinStandardHelpOptions = true,
@@ -61,6 +65,9 @@ final class SimulateCommand implements Callable<Integer> {
             .orElse(null);
     Simulator simulator = new Simulator(scenario, Engine::builder, contracts);
     SimulationResult result = simulator.replay();
+    PrintWriter err = spec.commandLine().getErr();
+    NodeAgentSelector.warnings(scenario).forEach(w -> err.println("vgpu: warning: " + w));
+    err.flush();
     PrintWriter out = spec.commandLine().getOut();
     if (explain != null) {
       PodRef pod;

@@ -45,6 +45,24 @@ class SimulateCommandTest {
   }
 
   @Test
+  void warnsOnStandardErrorOfAGpuNodeTheChartsNodeAgentWouldNotRunOn() throws IOException {
+    Path file = scenario("""
+        nodes:
+          - {name: labelled, labels: {gpu: "on"}, gpus: {profile: A100-SXM4-40GB, count: 1}}
+          - {name: unlabelled, labels: {gpu: "off"}, gpus: {profile: A100-SXM4-40GB, count: 1, uuidPrefix: GPU-b}}
+          - {name: cpu-only}
+        events:
+          - create: {metadata: {name: p}, spec: {nodeSelector: {kubernetes.io/hostname: unlabelled}, containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]}}
+        """);
+    Run run = vgpu("simulate", file.toString(), "--output", "json");
+
+    assertThat(run.code()).isZero();
+    assertThat(run.err()).isEqualTo("vgpu: warning: node unlabelled has GPUs but not the label gpu=on that the chart's node agent DaemonSet selects"
+        + " (devicePlugin.nvidiaNodeSelector): in a cluster its GPUs never register, while simulate places pods on them\n");
+    assertThat(run.out()).contains("\"node\": \"unlabelled\"");
+  }
+
+  @Test
   void explainsWhatACardLacksAndWhoHoldsIt() {
     Run run = vgpu("simulate", resource("scenarios/explain-memory.yaml"), "--output", "json", "--explain", "p2");
     assertThat(run.code()).isZero();

@@ -55,7 +55,9 @@ public final class SimulateAgreement {
         }
       } else {
         if (!node.equals(pod.node())) {
-          out.add(name + ": simulate places it on " + pod.node() + ", the lab " + (node.isEmpty() ? "leaves it " + phase : "on " + node));
+          String why = lab.path("reasons").path(pod.node()).asString("");
+          out.add(name + ": simulate places it on " + pod.node() + ", the lab " + (node.isEmpty() ? "leaves it " + phase : "on " + node)
+              + (why.isEmpty() ? "" : " (" + pod.node() + ": " + why + ")"));
           continue;
         }
         compareContainers(name, pod.initContainers(), lab.path("initContainers"), out);

@@ -40,6 +40,8 @@ public final class ContainerRuntime {
   /** The user container processes run as: nobody. */
   public static final int CONTAINER_UID = 65534;
   private static final Pattern ENV_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_.-]*");
+  /** The loader's list of libraries to preload into every process. */
+  private static final String PRELOAD_LIST = "/etc/ld.so.preload";
   private static final SecureRandom RANDOM = new SecureRandom();
 
   /** How often container output is looked at, to time when each line appeared. */
@@ -147,13 +149,14 @@ public final class ContainerRuntime {
       bind(s, mounts.get(i).hostPath(), scratch.resolve("sources/" + i).toString(), false);
     }
     // Parents before children: a mount on a/b must not be hidden by a later mount on a. Files have no
-    // children, so they go after every directory: /etc/ld.so.preload then takes effect only once the
-    // library it names is in place, and the mounts themselves run without a half-present preload.
+    // children, so they go after every directory, and /etc/ld.so.preload goes last: every command of
+    // this set-up run after it would load the library it names, which must be in place by then.
     List<Integer> order = new ArrayList<>();
     for (int i = 0; i < mounts.size(); i++) {
       order.add(i);
     }
     order.sort(Comparator.<Integer>comparingInt(i -> Files.isDirectory(Path.of(mounts.get(i).hostPath())) ? 0 : 1)
+        .thenComparingInt(i -> mounts.get(i).containerPath().equals(PRELOAD_LIST) ? 1 : 0)
         .thenComparingInt(i -> depth(mounts.get(i).containerPath())));
     for (int i : order) {
       ContainerSpec.Mount m = mounts.get(i);

@@ -16,14 +16,13 @@ import java.util.function.Supplier;
  * How a pod's container becomes a process on one lab node: the image {@code vgpu-lab/probe} runs the
  * probe with the container's args as its ops; any other image runs a process that only holds what it
  * was granted. The environment is the container's own (literal values and the downward API's pod
- * fields), then what the device plugin allocated; the NVIDIA runtime's part — the node's driver
- * libraries and its visible GPUs — applies when the final environment names GPUs in {@code
- * NVIDIA_VISIBLE_DEVICES}.
+ * fields), then what the device plugin allocated; the node's default runtime is NVIDIA's, which gives
+ * the node's driver libraries and the GPUs {@code NVIDIA_VISIBLE_DEVICES} names to any container that
+ * sets it ({@link NvidiaRuntime}, which also says whose value counts when both set it).
  */
 public final class LabPodRunner implements KubeletStandIn.PodRunner {
   /** The image that runs the probe. */
   public static final String PROBE_IMAGE = "vgpu-lab/probe";
-  private static final String VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES";
   private static final String MOCK_VISIBLE = "VGPU_MOCK_VISIBLE_DEVICES";
 
   private final String node;
@@ -49,19 +48,19 @@ public final class LabPodRunner implements KubeletStandIn.PodRunner {
   @Override
   public RunningContainer start(Pod pod, String containerName, Map<String, String> allocatedEnv, List<ContainerSpec.Mount> mounts) throws IOException {
     Container container = container(pod, containerName);
-    Map<String, String> env = new LinkedHashMap<>();
-    env.put("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-    env.put("HOME", "/tmp");
-    env.put("HOSTNAME", pod.getMetadata().getName());
+    Map<String, String> own = new LinkedHashMap<>();
+    own.put("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+    own.put("HOME", "/tmp");
+    own.put("HOSTNAME", pod.getMetadata().getName());
     for (EnvVar e : Optional.ofNullable(container.getEnv()).orElse(List.of())) {
-      value(pod, e).ifPresent(v -> env.put(e.getName(), v));
+      value(pod, e).ifPresent(v -> own.put(e.getName(), v));
     }
-    env.putAll(allocatedEnv);
+    Map<String, String> env = NvidiaRuntime.processEnvironment(own, allocatedEnv);
     Optional<ContainerSpec.DriverView> driver = Optional.empty();
-    String visible = env.getOrDefault(VISIBLE_DEVICES, "");
-    if (!visible.isEmpty() && !visible.equals("void") && !visible.equals("none") && machine.hasGpus()) {
+    Optional<String> visible = NvidiaRuntime.exposed(own, allocatedEnv, machine.devices());
+    if (visible.isPresent()) {
       Map<String, String> driverEnv = new LinkedHashMap<>(machine.environment());
-      driverEnv.put(MOCK_VISIBLE, visible);
+      driverEnv.put(MOCK_VISIBLE, visible.get());
       env.putAll(driverEnv);
       driver = Optional.of(new ContainerSpec.DriverView(driverLibraries, driverEnv));
     }

@@ -26,6 +26,7 @@ import java.time.ZonedDateTime;
 import java.time.ZoneOffset;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -57,6 +58,9 @@ import tools.jackson.databind.node.ObjectNode;
  * <p>Deliberate deviations, so that the lab agrees with {@code vgpu simulate}: candidates go to the
  * extender in the scenario's node order and the first node it accepts is chosen.
  *
+ * <p>{@link #defaultScheduler} makes the cluster's own scheduler from the same machinery: the pods that
+ * name {@code default-scheduler}, bound to the first node their node selection allows, no extender.
+ *
  * <p>The lab binds each pod before it schedules the next. With {@link BindingCycle#parallel} the stand-in
  * works as kube-scheduler's scheduling and binding cycles do: the scheduling cycle (the extender's filter)
  * takes one pod at a time from the pods the informer holds, and each pod's bind runs on its own, up to a
@@ -67,17 +71,24 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
   private static final long RENEW_MILLIS = 2_000;
   private static final long BACKOFF_START_MILLIS = 100;
   private static final long BACKOFF_MAX_MILLIS = 2_000;
+  /** The scheduler name of the cluster's own scheduler, and the one the API server gives a pod that names none. */
+  public static final String DEFAULT_SCHEDULER = "default-scheduler";
 
   private final KubernetesClient client;
-  private final KubeSchedulerConfig config;
-  private final ExtenderClient extender;
+  private final Set<String> schedulerNames;
+  /** Resources that interest the extender (every pod's, when empty); the default scheduler leaves pods asking for them alone. */
+  private final Set<String> managedResources;
+  /** Absent for the default scheduler. */
+  private final @Nullable ExtenderClient extender;
+  private final @Nullable String leaseNamespace;
+  private final @Nullable String leaseName;
   private final Supplier<List<String>> nodeOrder;
   private final String holderIdentity;
   private final EventWriter events;
   private final SharedIndexInformer<Pod> pods;
   private final SharedIndexInformer<Node> nodes;
   private final SharedIndexInformer<ResourceQuota> quotas;
-  private final ScheduledExecutorService leases;
+  private final @Nullable ScheduledExecutorService leases;
   private final BindingCycle cycle;
   private final @Nullable ExecutorService binders;
   private final @Nullable Semaphore bindSlots;
@@ -86,9 +97,12 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
   private final Map<String, Queued> queue = new LinkedHashMap<>();
   private final Set<String> seen = new HashSet<>();
   private final Set<String> gone = new HashSet<>();
+  /** Pods the default scheduler leaves Pending, with why. */
+  private final Map<String, Declined> declined = new LinkedHashMap<>();
   /** Pods bound by this scheduler: an informer update older than the binding does not queue them again. */
   private final Set<String> bound = new HashSet<>();
-  private final List<PodRef> placed = new ArrayList<>();
+  /** Every pod bound, in order; shared with a default scheduler made beside this one (guarded by itself). */
+  private final List<PodRef> placed;
   private long generation;
   private long sequence;
   private boolean busy;
@@ -142,6 +156,8 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
     void bound(PodRef pod, String node, long nanos, String error);
   }
 
+  private record Declined(PodRef ref, String reason) {}
+
   /** A pod waiting to be scheduled. */
   private static final class Queued {
     final String uid;
@@ -190,23 +206,64 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
       Supplier<List<String>> nodeOrder,
       String schedulerHostname,
       BindingCycle cycle) {
+    this(client, cycle, config.schedulerNames(), config.extender().managedResources(), new ExtenderClient(config.extender(), extenderBase, tls), nodeOrder,
+        schedulerHostname, config.leaseNamespace(), config.leaseName(), new ArrayList<>());
+  }
+
+  private KubeSchedulerStandIn(
+      KubernetesClient client,
+      BindingCycle cycle,
+      Set<String> schedulerNames,
+      Set<String> managedResources,
+      @Nullable ExtenderClient extender,
+      Supplier<List<String>> nodeOrder,
+      String schedulerHostname,
+      @Nullable String leaseNamespace,
+      @Nullable String leaseName,
+      List<PodRef> placed) {
     this.client = client;
     this.cycle = cycle;
     this.binders = cycle.bindsInFlight() == 0 ? null : Executors.newFixedThreadPool(cycle.bindsInFlight(), r -> daemon(r, "lab-kube-scheduler-bind"));
     this.bindSlots = cycle.bindsInFlight() == 0 ? null : new Semaphore(cycle.bindsInFlight());
-    this.config = config;
-    this.extender = new ExtenderClient(config.extender(), extenderBase, tls);
+    this.schedulerNames = Set.copyOf(schedulerNames);
+    this.managedResources = Set.copyOf(managedResources);
+    this.extender = extender;
     this.nodeOrder = nodeOrder;
+    this.placed = placed;
     this.holderIdentity = schedulerHostname + "_" + UUID.randomUUID();
-    this.events = new EventWriter(client, config.schedulerNames().iterator().next());
-    this.leases = Executors.newSingleThreadScheduledExecutor(r -> daemon(r, "lab-kube-scheduler-lease"));
-    this.leases.scheduleWithFixedDelay(this::renewLease, 0, RENEW_MILLIS, TimeUnit.MILLISECONDS);
+    this.events = new EventWriter(client, schedulerNames.iterator().next());
+    this.leaseNamespace = leaseNamespace;
+    this.leaseName = leaseName;
+    if (leaseName != null) {
+      this.leases = Executors.newSingleThreadScheduledExecutor(r -> daemon(r, "lab-kube-scheduler-lease"));
+      this.leases.scheduleWithFixedDelay(this::renewLease, 0, RENEW_MILLIS, TimeUnit.MILLISECONDS);
+    } else {
+      this.leases = null;
+    }
     this.nodes = client.nodes().inform(changes(n -> true), 0);
     this.quotas = client.resourceQuotas().inAnyNamespace().inform(changes(q -> true), 0);
     this.pods = client.pods().inAnyNamespace().inform(new PodHandler(), 0);
-    this.worker = new Thread(this::run, "lab-kube-scheduler");
+    this.worker = new Thread(this::run, extender == null ? "lab-default-scheduler" : "lab-kube-scheduler");
     this.worker.setDaemon(true);
     this.worker.start();
+  }
+
+  /**
+   * The cluster's own scheduler beside {@code vgpu}'s kube-scheduler (LAB.md, "Other schedulers"): it
+   * schedules the pods that name {@code default-scheduler}, or no scheduler, as this class does without
+   * an extender — node selector and required node affinity, then a Binding to the first node in the
+   * scenario's order, as {@code vgpu simulate} places pods without GPUs. A pod that asks for a resource
+   * the extender manages is left Pending with a reason: the webhook hands every such pod to {@code
+   * vgpu}'s scheduler, and one that kept {@code default-scheduler} bypassed it. It holds no Lease
+   * (nothing in the lab reads the control plane's) and records its placements in {@code beside}'s list,
+   * so that both schedulers' placements read in the order they happened.
+   *
+   * @param client the client it posts Bindings with, as the default scheduler's identity
+   * @param beside {@code vgpu}'s kube-scheduler, whose node order, managed resources and placement list it shares
+   */
+  public static KubeSchedulerStandIn defaultScheduler(KubernetesClient client, KubeSchedulerStandIn beside) {
+    return new KubeSchedulerStandIn(
+        client, BindingCycle.SERIAL, Set.of(DEFAULT_SCHEDULER), beside.managedResources, null, beside.nodeOrder, "default-scheduler", null, null, beside.placed);
   }
 
   private static Thread daemon(Runnable r, String name) {
@@ -278,19 +335,37 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
     }
   }
 
-  /** The pods this scheduler bound, in order. */
+  /** The pods this scheduler bound, in order (and those of a default scheduler made beside it). */
   public List<PodRef> placed() {
-    synchronized (lock) {
+    synchronized (placed) {
       return List.copyOf(placed);
     }
   }
 
-  /** Why the last attempt did not place the pod: per node, the extender's reason or kube-scheduler's own. */
+  /**
+   * Tries every unschedulable pod again, as kube-scheduler's periodic flush of pods that stayed
+   * unschedulable does (after {@code podMaxInUnschedulablePodsDuration}, 5 minutes): the lab calls it at
+   * once when it knows that the extender has caught up with a change kube-scheduler may have reacted to
+   * before the extender saw it.
+   */
+  public void retryUnschedulable() {
+    clusterChanged();
+  }
+
+  /**
+   * Why the last attempt did not place the pod: per node, the extender's reason or kube-scheduler's own
+   * (key {@code ""} for a reason that names no node).
+   */
   public Map<String, String> reasons(PodRef pod) {
     synchronized (lock) {
       for (Queued q : queue.values()) {
         if (q.ref.equals(pod)) {
           return q.reasons;
+        }
+      }
+      for (Declined d : declined.values()) {
+        if (d.ref().equals(pod)) {
+          return Map.of("", d.reason());
         }
       }
       return Map.of();
@@ -351,6 +426,7 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
     public void onDelete(Pod pod, boolean finalStateUnknown) {
       synchronized (lock) {
         queue.remove(pod.getMetadata().getUid());
+        declined.remove(pod.getMetadata().getUid());
         gone.add(pod.getMetadata().getUid());
       }
       clusterChanged();
@@ -367,12 +443,18 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
     boolean waiting =
         pod.getSpec() != null
             && (pod.getSpec().getNodeName() == null || pod.getSpec().getNodeName().isEmpty())
-            && config.schedulerNames().contains(Optional.ofNullable(pod.getSpec().getSchedulerName()).orElse("default-scheduler"))
+            && schedulerNames.contains(Optional.ofNullable(pod.getSpec().getSchedulerName()).filter(n -> !n.isEmpty()).orElse(DEFAULT_SCHEDULER))
             && pod.getMetadata().getDeletionTimestamp() == null
             && !terminal(pod);
+    Optional<String> managed = extender == null && waiting ? managedResource(pod) : Optional.empty();
     synchronized (lock) {
       seen.add(uid);
-      if (!waiting || bound.contains(uid)) {
+      if (managed.isPresent()) {
+        declined.put(uid, new Declined(PodRefs.of(pod), "asks for " + managed.get() + ", which only vgpu's scheduler places; " + DEFAULT_SCHEDULER
+            + " leaves it Pending (the webhook hands every such pod to vgpu's scheduler: this one kept " + DEFAULT_SCHEDULER + ")"));
+        queue.remove(uid);
+      } else if (!waiting || bound.contains(uid)) {
+        declined.remove(uid);
         queue.remove(uid);
       } else if (!queue.containsKey(uid)) {
         queue.put(uid, new Queued(uid, PodRefs.of(pod), sequence++));
@@ -458,7 +540,7 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
       unschedulable(queued, pod, reasons, attemptGeneration);
       return;
     }
-    if (!interestsExtender(pod)) {
+    if (extender == null || !interestsExtender(pod)) {
       bindDirectly(queued, pod, candidates.get(0));
       return;
     }
@@ -526,9 +608,11 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
 
   /** As kube-scheduler decides it: an extender that names no managed resources is asked about every pod. */
   private boolean interestsExtender(Pod pod) {
-    if (config.extender().managedResources().isEmpty()) {
-      return true;
-    }
+    return managedResources.isEmpty() || managedResource(pod).isPresent();
+  }
+
+  /** The first resource the extender manages that one of the pod's containers asks for. */
+  private Optional<String> managedResource(Pod pod) {
     List<Container> all = new ArrayList<>(pod.getSpec().getContainers());
     if (pod.getSpec().getInitContainers() != null) {
       all.addAll(pod.getSpec().getInitContainers());
@@ -538,12 +622,15 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
         continue;
       }
       for (var resources : List.of(Optional.ofNullable(c.getResources().getLimits()), Optional.ofNullable(c.getResources().getRequests()))) {
-        if (resources.isPresent() && resources.get().keySet().stream().anyMatch(config.extender().managedResources()::contains)) {
-          return true;
+        if (resources.isPresent()) {
+          Optional<String> managed = resources.get().keySet().stream().filter(managedResources::contains).sorted().findFirst();
+          if (managed.isPresent()) {
+            return managed;
+          }
         }
       }
     }
-    return false;
+    return Optional.empty();
   }
 
   private void bindDirectly(Queued queued, Pod pod, String node) {
@@ -565,6 +652,8 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
     synchronized (lock) {
       queue.remove(queued.uid);
       bound.add(queued.uid);
+    }
+    synchronized (placed) {
       placed.add(queued.ref);
     }
     events.normal(pod, "Scheduled", "Successfully assigned " + queued.ref + " to " + node);
@@ -578,7 +667,7 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
     events.warning(pod, "FailedScheduling", text);
     markUnschedulable(pod, text);
     synchronized (lock) {
-      queued.reasons = Map.copyOf(reasons);
+      queued.reasons = Collections.unmodifiableMap(new LinkedHashMap<>(reasons)); // in node order
       queued.state = State.UNSCHEDULABLE;
       queued.attemptGeneration = attemptGeneration;
       queued.backoff = BACKOFF_START_MILLIS;
@@ -609,29 +698,32 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
       queued.state = State.BACKOFF;
       queued.retryAt = System.currentTimeMillis() + queued.backoff;
       queued.backoff = Math.min(queued.backoff * 2, BACKOFF_MAX_MILLIS);
-      queued.reasons = Map.copyOf(reasons);
+      queued.reasons = Collections.unmodifiableMap(new LinkedHashMap<>(reasons)); // in node order
     }
   }
 
   // --- Leader election
 
   private void renewLease() {
+    if (leaseNamespace == null || leaseName == null) {
+      return;
+    }
     try {
       String now = ZonedDateTime.now(ZoneOffset.UTC).truncatedTo(ChronoUnit.MICROS).toString();
-      Lease current = client.leases().inNamespace(config.leaseNamespace()).withName(config.leaseName()).get();
+      Lease current = client.leases().inNamespace(leaseNamespace).withName(leaseName).get();
       if (current == null) {
         Lease lease =
             new LeaseBuilder()
-                .withNewMetadata().withName(config.leaseName()).withNamespace(config.leaseNamespace()).endMetadata()
+                .withNewMetadata().withName(leaseName).withNamespace(leaseNamespace).endMetadata()
                 .withNewSpec().withHolderIdentity(holderIdentity).withLeaseDurationSeconds((int) LEASE_SECONDS)
                 .withAcquireTime(ZonedDateTime.now(ZoneOffset.UTC)).withRenewTime(ZonedDateTime.now(ZoneOffset.UTC)).withLeaseTransitions(0).endSpec()
                 .build();
-        client.leases().inNamespace(config.leaseNamespace()).resource(lease).create();
+        client.leases().inNamespace(leaseNamespace).resource(lease).create();
         return;
       }
       current.getSpec().setHolderIdentity(holderIdentity);
       current.getSpec().setRenewTime(ZonedDateTime.parse(now));
-      client.leases().inNamespace(config.leaseNamespace()).resource(current).update();
+      client.leases().inNamespace(leaseNamespace).resource(current).update();
     } catch (KubernetesClientException e) {
       // renewed at the next tick
     }
@@ -644,7 +736,9 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
     if (binders != null) {
       binders.shutdownNow();
     }
-    leases.shutdownNow();
+    if (leases != null) {
+      leases.shutdownNow();
+    }
     pods.close();
     nodes.close();
     quotas.close();

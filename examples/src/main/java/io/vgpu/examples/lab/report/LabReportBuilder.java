@@ -19,6 +19,7 @@ import io.vgpu.examples.lab.kubelet.RunningContainer;
 import io.vgpu.k8s.codec.DeviceListCodec;
 import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.codec.NodeRegisterCodec;
+import io.vgpu.k8s.codec.ReasonCodec;
 import io.vgpu.k8s.pod.PodJson;
 import io.vgpu.k8s.pod.PodRefs;
 import io.vgpu.k8s.simulate.SimulationJson;
@@ -29,6 +30,7 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -115,10 +117,13 @@ public final class LabReportBuilder {
       out.set("annotations", written);
     }
     if (node.isEmpty()) {
-      Map<String, String> reasons = cluster.kubeScheduler().reasons(ref);
+      Map<String, String> reasons = new LinkedHashMap<>();
+      cluster.schedulers().forEach(s -> reasons.putAll(s.reasons(ref)));
       if (!reasons.isEmpty()) {
         ObjectNode r = out.putObject("reasons");
-        reasons.forEach(r::put);
+        // the extender only knows the node never registered; the lab knows why
+        reasons.forEach((where, reason) -> r.put(where,
+            reason.equals(ReasonCodec.NODE_UNREGISTERED) ? cluster.withoutNodeAgent(where).map(why -> reason + ": " + why).orElse(reason) : reason));
       }
       return out;
     }

@@ -85,7 +85,7 @@ public final class LabText {
     }
     if (p.has("reasons")) {
       List<String> parts = new ArrayList<>();
-      p.path("reasons").properties().forEach(e -> parts.add(e.getKey() + ": " + e.getValue().asString()));
+      p.path("reasons").properties().forEach(e -> parts.add(e.getKey().isEmpty() ? e.getValue().asString() : e.getKey() + ": " + e.getValue().asString()));
       return String.join("; ", parts);
     }
     List<String> parts = new ArrayList<>();

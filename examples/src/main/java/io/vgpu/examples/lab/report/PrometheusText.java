@@ -63,6 +63,26 @@ public final class PrometheusText {
     return name + "{" + String.join(",", parts) + "}";
   }
 
+  /** The metric name of a sample's key ({@link #key}). */
+  public static String name(String key) {
+    int brace = key.indexOf('{');
+    return brace < 0 ? key : key.substring(0, brace);
+  }
+
+  /**
+   * The labels of a sample's key ({@link #key}), unescaped.
+   *
+   * @throws IllegalArgumentException when the key's labels are malformed
+   */
+  public static Map<String, String> labels(String key) {
+    TreeMap<String, String> labels = new TreeMap<>();
+    int brace = key.indexOf('{');
+    if (brace >= 0) {
+      labels(key, brace + 1, labels);
+    }
+    return labels;
+  }
+
   private static int labels(String line, int i, Map<String, String> labels) {
     while (i < line.length()) {
       char c = line.charAt(i);

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.vgpu.examples.lab.apiserver.UserInfo;
 import io.vgpu.examples.lab.kubescheduler.KubeSchedulerConfig;
+import io.vgpu.k8s.simulate.NodeAgentSelector;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -35,7 +36,8 @@ class ReferenceDeploymentTest {
     assertThat(DEPLOYMENT.scheduler().args()).first().isEqualTo("scheduler");
     assertThat(DEPLOYMENT.scheduler().fieldEnv()).containsEntry("POD_NAME", "metadata.name");
     assertThat(DEPLOYMENT.devicePlugin().args()).first().isEqualTo("device-plugin");
-    assertThat(DEPLOYMENT.devicePlugin().nodeSelector()).containsEntry("gpu", "on");
+    // vgpu simulate warns of GPU nodes without these labels, judging by the chart's default
+    assertThat(DEPLOYMENT.devicePlugin().nodeSelector()).isEqualTo(NodeAgentSelector.CHART_DEFAULT);
     KubeSchedulerConfig config = KubeSchedulerConfig.of(DEPLOYMENT.schedulerConfiguration());
     assertThat(config.schedulerNames()).containsExactly("hami-scheduler");
     assertThat(config.extender().nodeCacheCapable()).isTrue();

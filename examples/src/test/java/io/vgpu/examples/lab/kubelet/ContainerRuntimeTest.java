@@ -84,6 +84,52 @@ class ContainerRuntimeTest {
   }
 
   @Test
+  void thePreloadListTakesEffectOnlyOnceTheLibraryItNamesIsMounted() throws Exception {
+    // HAMi's layout: the library under <hook>/vgpu, the per-container directory mounted over <hook>/vgpu,
+    // /etc/ld.so.preload naming the library. Set-up commands run after the list is mounted must not meet
+    // a list whose library is not there yet (the loader complains on every command).
+    Path hook = workspace.directory("hook/vgpu");
+    Path library = Files.copy(Path.of("/lib/x86_64-linux-gnu/libm.so.6"), hook.resolve("libpreloaded.so"));
+    Path containerDir = workspace.directory("hook/vgpu/containers/uid-3_c");
+    Path preload = workspace.write("preload/ld.so.preload", library + "\n");
+    List<ContainerSpec.Mount> mounts = List.of(
+        new ContainerSpec.Mount("/etc/ld.so.preload", preload.toString(), true),
+        new ContainerSpec.Mount(library.toString(), library.toString(), true),
+        new ContainerSpec.Mount(hook.toString(), containerDir.toString(), false),
+        new ContainerSpec.Mount("/etc/vgpu/limits", preload.toString(), true));
+
+    RunningContainer c = run(mounts, Map.of("PATH", "/usr/bin:/bin"), "grep -q libpreloaded.so /proc/self/maps && echo preloaded");
+
+    assertThat(Files.readString(c.stdoutFile())).isEqualTo("preloaded\n");
+    assertThat(c.stderrTail(5)).isEmpty();
+  }
+
+  @Test
+  void aProgramOfACheckoutNobodyCanEnterRunsOnceInstalledIntoTheRun() throws Exception {
+    // a clone in root's home: mode 0700, so the container user cannot reach what lies under it
+    Path checkout = Files.createTempDirectory("vgpu-checkout-");
+    try {
+      Path program = Files.writeString(checkout.resolve("probe.sh"), "#!/bin/sh\necho \"probe ran as $(id -u)\"\n");
+      Files.setPosixFilePermissions(program, PosixFilePermissions.fromString("rwxr-xr-x"));
+      Files.setPosixFilePermissions(checkout, PosixFilePermissions.fromString("rwx------"));
+
+      RunningContainer direct = run(List.of(), Map.of("PATH", "/usr/bin:/bin"), "exec " + program);
+      assertThat(Files.readString(direct.stdoutFile())).isEmpty();
+      assertThat(String.join("\n", direct.stderrTail(5))).contains("Permission denied");
+
+      Path installed = workspace.install(program, "bin");
+      RunningContainer copy = run(List.of(), Map.of("PATH", "/usr/bin:/bin"), "exec " + installed);
+      assertThat(Files.readString(copy.stdoutFile())).isEqualTo("probe ran as 65534\n");
+    } finally {
+      try (var files = Files.walk(checkout)) {
+        for (Path p : files.sorted(java.util.Comparator.reverseOrder()).toList()) {
+          Files.delete(p);
+        }
+      }
+    }
+  }
+
+  @Test
   void aContainerJoinsItsKubeletNamedCgroupAndIsStoppedWithItsChildren() throws Exception {
     assumeThat(cgroups.available()).as("no writable cgroup hierarchy").isTrue();
     ContainerRuntime runtime = new ContainerRuntime(workspace, cgroups, ContainerRuntime.defaultLibraryDirectory());
