@@ -210,7 +210,7 @@ public final class LabCluster implements AutoCloseable {
         launch.kubeSchedulerTls(kubeSchedulerConfig), () -> nodeOrder, launch.podName());
     // The cluster's own scheduler, for the pods that name default-scheduler (LAB.md, "Other schedulers").
     if (!kubeSchedulerConfig.schedulerNames().contains(KubeSchedulerStandIn.DEFAULT_SCHEDULER)) {
-      defaultScheduler = KubeSchedulerStandIn.defaultScheduler(client, kubeScheduler);
+      defaultScheduler = KubeSchedulerStandIn.defaultScheduler(client(UserInfo.DEFAULT_SCHEDULER), kubeScheduler);
     }
     int webhookPort = deployment.webhookContainerPort();
     api.admission(webhookName, URI.create("https://127.0.0.1:" + launch.labPort(webhookPort, "the webhook's Service port")));

@@ -28,6 +28,9 @@ public record UserInfo(String username, List<String> groups, Map<String, List<St
   /** The lab's own identity for its bookkeeping (creating the cluster's objects, reading the report). */
   public static final UserInfo ADMIN = new UserInfo("vgpu-lab-admin", List.of("system:masters", AUTHENTICATED), Map.of());
 
+  /** The default scheduler, as kube-scheduler authenticates with its own kubeconfig: a user, not a ServiceAccount. */
+  public static final UserInfo DEFAULT_SCHEDULER = new UserInfo("system:kube-scheduler", List.of(AUTHENTICATED), Map.of());
+
   private static final String SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:";
 
   /** A user; the lists and map are copied. */
