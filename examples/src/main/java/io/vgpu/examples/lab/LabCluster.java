@@ -303,12 +303,39 @@ public final class LabCluster implements AutoCloseable {
   /** Writes the device configuration the components read: HAMi's file, its {@code nvidia} section. */
   private void writeDeviceConfig(JsonNode nvidia) {
     ObjectNode root = YAML.createObjectNode();
-    root.set("nvidia", nvidia);
+    root.set("nvidia", overRendered(nvidia));
     try {
       Files.writeString(deviceConfigFile, YAML.writeValueAsString(root));
     } catch (IOException e) {
       throw new UncheckedIOException("cannot write " + deviceConfigFile, e);
     }
+  }
+
+  /**
+   * The scenario's keys over the deployment's rendered {@code nvidia} section, a nested map (such as
+   * {@code watchdog}) key by key, as a values override of the chart renders them: the components read
+   * the chart's settings, vgpu's own ones among them (the watchdog's exempt namespaces), wherever the
+   * scenario says nothing.
+   */
+  private JsonNode overRendered(JsonNode scenarioKeys) {
+    JsonNode rendered = YAML.readTree(deployment.deviceConfiguration()).path("nvidia");
+    if (!rendered.isObject()) {
+      return scenarioKeys;
+    }
+    ObjectNode merged = ((ObjectNode) rendered).deepCopy();
+    mergeInto(merged, scenarioKeys);
+    return merged;
+  }
+
+  private static void mergeInto(ObjectNode target, JsonNode overrides) {
+    overrides.properties().forEach(e -> {
+      JsonNode current = target.get(e.getKey());
+      if (current instanceof ObjectNode nested && e.getValue().isObject()) {
+        mergeInto(nested, e.getValue());
+      } else {
+        target.set(e.getKey(), e.getValue());
+      }
+    });
   }
 
   // --- Readiness
