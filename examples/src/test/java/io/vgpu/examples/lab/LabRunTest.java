@@ -23,7 +23,8 @@ import tools.jackson.databind.JsonNode;
  * Lab scenarios end to end: the real scheduler and node agents as processes, containers as processes
  * over the mock driver. Each report satisfies every check its scenario states and places every pod where
  * {@code vgpu simulate} does. Every scenario of the hami suite runs here (what {@code vgpu lab --suite
- * hami} runs, the smoke scenario with a look at the report's shape), the node watchdog's (a container
+ * hami} runs, the smoke scenario with a look at the report's shape), every attack of {@code --suite
+ * attacks} (each refused or stopped, the honest pods beside it untouched), the node watchdog's (a container
  * escaping the interposer killed, or reported, by the real node agent; one within its grant untouched),
  * and the cluster's other parts (the default scheduler, NVIDIA's runtime as the node's default).
  */
@@ -61,6 +62,19 @@ class LabRunTest {
   @ParameterizedTest
   @MethodSource("hamiScenarios")
   void everyHamiScenarioRunsThroughTheWholeSystem(String file) throws Exception {
+    runAndCheck(file);
+  }
+
+  /** Every attack a tenant can mount from its own namespace, as {@code --suite attacks} finds them. */
+  static Stream<String> attackScenarios() throws IOException {
+    try (Stream<Path> files = Files.list(LabHome.locate().suitesDirectory().resolve("attacks"))) {
+      return files.map(f -> f.getFileName().toString()).filter(n -> n.endsWith(".yaml")).sorted().toList().stream().map(n -> "attacks/" + n);
+    }
+  }
+
+  @ParameterizedTest
+  @MethodSource("attackScenarios")
+  void everyAttackOfATenantFailsAndTheHonestPodsBesideItAreUntouched(String file) throws Exception {
     runAndCheck(file);
   }
 
