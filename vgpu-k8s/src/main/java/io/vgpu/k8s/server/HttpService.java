@@ -378,6 +378,9 @@ public final class HttpService implements AutoCloseable {
   /** Routes requests; reads bodies without holding a thread and runs handlers on the bounded workers. */
   private static final class Dispatcher extends org.eclipse.jetty.server.Handler.Abstract.NonBlocking {
     private final Map<String, Map<String, Route>> routes;
+    /** How far past the limit an announced body is still drained before the refusal. */
+    private static final int DRAIN_FACTOR = 8;
+
     private final int maxBodyBytes;
     private final Duration requestTimeout;
     private final String name;
@@ -429,8 +432,7 @@ public final class HttpService implements AutoCloseable {
         }
       }
       if (request.getLength() > maxBodyBytes) {
-        // Refused on the announcement; the connection closes instead of draining the body.
-        send(response, done, Response.text(400, "request body exceeds " + maxBodyBytes + " bytes\n"), true);
+        refuseOversized(request, response, done);
         return true;
       }
       CompletableFuture<byte[]> body = Content.Source.asByteArrayAsync(request, maxBodyBytes);
@@ -460,6 +462,28 @@ public final class HttpService implements AutoCloseable {
         }
       });
       return true;
+    }
+
+    /**
+     * Refuses a body announced over the limit. Closing with the body unread makes the kernel reset the
+     * connection, and a reset can reach the client before it has read the 400; so a body up to
+     * {@link #DRAIN_FACTOR} times the limit is read and discarded (within the request timeout) first.
+     */
+    private void refuseOversized(org.eclipse.jetty.server.Request request, org.eclipse.jetty.server.Response response, Callback done) {
+      Response refusal = Response.text(400, "request body exceeds " + maxBodyBytes + " bytes\n");
+      if (request.getLength() > (long) maxBodyBytes * DRAIN_FACTOR) {
+        send(response, done, refusal, true);
+        return;
+      }
+      Scheduler.Task deadline =
+          request.getComponents().getScheduler().schedule(() -> request.fail(new TimeoutException()), requestTimeout.toMillis(), TimeUnit.MILLISECONDS);
+      Content.Source.consumeAll(request, Callback.from(() -> {
+        deadline.cancel();
+        send(response, done, refusal, true);
+      }, failure -> {
+        deadline.cancel();
+        send(response, done, refusal, true);
+      }));
     }
 
     private Response bodyFailure(Throwable error) {

@@ -177,6 +177,21 @@ class HttpServiceTest {
     }
   }
 
+  /** A client that writes its whole body before reading (as kube-scheduler's does) reads the refusal, not a reset. */
+  @Test
+  void aClientThatSendsAnOversizedBodyInFullReadsTheRefusal() throws Exception {
+    int limit = 1 << 20;
+    try (HttpService server = HttpService.builder(LOOPBACK).maxBodyBytes(limit).route("POST", "/filter", r -> HttpService.Response.json(200, r.body())).start()) {
+      HttpClient client = HttpClient.newHttpClient();
+      String url = "http://127.0.0.1:" + server.port() + "/filter";
+      for (int attempt = 0; attempt < 40; attempt++) {
+        var refused = post(client, url, "x".repeat(limit + 1 + attempt * 4096));
+        assertThat(refused.statusCode()).as("attempt %d", attempt).isEqualTo(400);
+        assertThat(refused.body()).isEqualTo("request body exceeds " + limit + " bytes\n");
+      }
+    }
+  }
+
   @Test
   void aChunkedBodyAboveTheLimitIsRefusedWithoutReadingItAll() throws Exception {
     try (HttpService server = HttpService.builder(LOOPBACK).maxBodyBytes(1024).route("POST", "/filter", r -> HttpService.Response.json(200, r.body())).start();
