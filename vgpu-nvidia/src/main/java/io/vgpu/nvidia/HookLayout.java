@@ -13,6 +13,9 @@ import java.util.Objects;
  *                                               at &lt;hook&gt;/vgpu; holds the shared region vgpu.cache
  * &lt;hook&gt;/vgpu/limits/&lt;podUID&gt;_&lt;container&gt;       the container's limits file, mounted read-only at
  *                                               /etc/vgpu/limits
+ * &lt;hook&gt;/vgpu/kai/&lt;podUID&gt;_&lt;container&gt;          under KAI Scheduler: a fraction container's grant
+ *                                               directory, mounted read-only at /etc/vgpu; the node
+ *                                               agent writes its file limits once the pod is bound
  * </pre>
  *
  * The limits files sit beside the per-container directories, never inside one: those are writable
@@ -66,6 +69,21 @@ public record HookLayout(String hookPath) {
   /** {@code <hook>/vgpu/vgpu.cache} in a container: the shared region, inside the per-container directory. */
   public String containerRegion() {
     return vgpuDirectory() + "/" + REGION_NAME;
+  }
+
+  /** {@code <hook>/vgpu/containers} on the node: the parent of every per-container directory. */
+  public String containersDirectory() {
+    return vgpuDirectory() + "/containers";
+  }
+
+  /** {@code <hook>/vgpu/kai} on the node: the parent of the grant directories of KAI fraction containers. */
+  public String kaiGrantsDirectory() {
+    return vgpuDirectory() + "/kai";
+  }
+
+  /** {@code <hook>/vgpu/kai/<podUID>_<container>} on the node: one KAI fraction container's grant directory. */
+  public String kaiGrantDirectory(String podUid, String container) {
+    return kaiGrantsDirectory() + "/" + containerKey(podUid, container);
   }
 
   private static String containerKey(String podUid, String container) {
