@@ -37,6 +37,7 @@ final class AdmittedWrites {
   private final IndexedCrudDispatcher crud;
   private final Supplier<@Nullable AdmissionWebhookCaller> webhooks;
   private final Object compiling = new Object();
+  private final List<PodAdmission> inProcess = new java.util.concurrent.CopyOnWriteArrayList<>();
   private volatile Compiled compiled = new Compiled(-1, ValidatingPolicies.NONE);
 
   /** The policies compiled from the store as it was at a count of its policy changes. */
@@ -45,6 +46,11 @@ final class AdmittedWrites {
   AdmittedWrites(IndexedCrudDispatcher crud, Supplier<@Nullable AdmissionWebhookCaller> webhooks) {
     this.crud = crud;
     this.webhooks = webhooks;
+  }
+
+  /** Adds a stand-in's webhook, called on pod creation before the configured ones. */
+  void add(PodAdmission admission) {
+    inProcess.add(admission);
   }
 
   /** The stored policies, compiled again only after the store's policies or bindings changed. */
@@ -87,9 +93,18 @@ final class AdmittedWrites {
     if (!path.namespace().isEmpty()) {
       created.withObject("metadata").put("namespace", path.namespace());
     }
+    if (pod) {
+      for (PodAdmission admission : inProcess) {
+        PodAdmission.Result result = admission.admit(object, user);
+        if (result.denial().isPresent()) {
+          return Statuses.of(400, "BadRequest", "admission webhook \"" + admission.name() + "\" denied the request: " + result.denial().get());
+        }
+        object = result.pod();
+      }
+    }
     AdmissionWebhookCaller caller = webhooks.get();
     if (pod && caller != null) {
-      AdmissionWebhookCaller.Outcome outcome = caller.admitCreate(created, namespaceLabels(path.namespace()), user);
+      AdmissionWebhookCaller.Outcome outcome = caller.admitCreate(object, namespaceLabels(path.namespace()), user);
       if (!outcome.allowed()) {
         return Statuses.of(400, "BadRequest", outcome.message());
       }

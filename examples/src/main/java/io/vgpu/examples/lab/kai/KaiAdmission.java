@@ -1,6 +1,8 @@
 package io.vgpu.examples.lab.kai;
 
 import io.fabric8.kubernetes.api.model.Pod;
+import io.vgpu.examples.lab.apiserver.PodAdmission;
+import io.vgpu.examples.lab.apiserver.UserInfo;
 import io.vgpu.k8s.kai.KaiKeys;
 import io.vgpu.k8s.pod.PodJson;
 import java.util.Optional;
@@ -26,7 +28,7 @@ import tools.jackson.databind.node.ObjectNode;
  * An env var the pod already sets is left as the pod's owner wrote it, as KAI leaves it: that is how a
  * tenant can override KAI's limit, and what vgpu must not let matter.
  */
-public final class KaiAdmission {
+public final class KaiAdmission implements PodAdmission {
   /** The webhook's name in the API server's denial. */
   public static final String WEBHOOK = "kai-admission";
   /** The runtime class KAI enforces on fraction pods ({@code --gpu-fraction-runtime-class-name}'s default). */
@@ -53,6 +55,17 @@ public final class KaiAdmission {
    * @param denial KAI's message, when denied
    */
   public record Outcome(JsonNode pod, Optional<String> denial) {}
+
+  @Override
+  public String name() {
+    return WEBHOOK;
+  }
+
+  @Override
+  public PodAdmission.Result admit(JsonNode pod, UserInfo user) {
+    Outcome outcome = admit(pod);
+    return new PodAdmission.Result(outcome.pod(), outcome.denial());
+  }
 
   /** Admits a pod being created (namespace set): KAI's pods only, anything else as sent. */
   public Outcome admit(JsonNode submitted) {
