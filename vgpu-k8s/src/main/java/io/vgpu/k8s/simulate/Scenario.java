@@ -22,6 +22,8 @@ import java.util.Optional;
  *     writes it into the device configuration its components read)
  * @param checks the {@code checks} section as written: expectations {@code vgpu lab} evaluates
  *     against its report; {@code vgpu simulate} does not read them
+ * @param stack who schedules the pods written in KAI's dialect
+ * @param queues the KAI Queues that exist from the start, in file order
  */
 public record Scenario(
     DeviceConfig config,
@@ -29,13 +31,17 @@ public record Scenario(
     Map<String, QuotaLimits> quotas,
     List<ScenarioEvent> events,
     Optional<YamlMap> configWritten,
-    Optional<YamlList> checks) {
+    Optional<YamlList> checks,
+    Stack stack,
+    List<ScenarioEvent.CreateQueue> queues) {
 
   /** Copies the collections. */
   public Scenario {
     Objects.requireNonNull(config, "config");
     Objects.requireNonNull(configWritten, "configWritten");
     Objects.requireNonNull(checks, "checks");
+    Objects.requireNonNull(stack, "stack");
+    queues = List.copyOf(queues);
     nodes = List.copyOf(nodes);
     quotas = Collections.unmodifiableMap(new LinkedHashMap<>(quotas));
     events = List.copyOf(events);

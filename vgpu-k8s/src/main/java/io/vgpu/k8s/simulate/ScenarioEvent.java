@@ -1,7 +1,9 @@
 package io.vgpu.k8s.simulate;
 
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.vgpu.api.PodRef;
+import io.vgpu.core.queue.QueueSpec;
 import io.vgpu.k8s.config.DeviceConfig;
 import io.vgpu.k8s.yaml.Position;
 import io.vgpu.k8s.yaml.YamlMap;
@@ -135,6 +137,51 @@ public sealed interface ScenarioEvent {
     @Override
     public String describe() {
       return "patch " + ref + " as " + as;
+    }
+  }
+
+  /**
+   * A KAI Queue is created ({@code scheduling.run.ai/v2}, cluster-scoped).
+   *
+   * @param position where the event is written
+   * @param spec the queue as read
+   * @param manifest the manifest as written, for programs that create the object ({@code vgpu lab})
+   */
+  record CreateQueue(Position position, QueueSpec spec, GenericKubernetesResource manifest) implements ScenarioEvent {
+    @Override
+    public String describe() {
+      return "create queue/" + spec.name();
+    }
+  }
+
+  /**
+   * A KAI PodGroup is created ({@code scheduling.run.ai/v2alpha2}).
+   *
+   * @param position where the event is written
+   * @param ref the group's namespace and name
+   * @param minMember how many of its pods must be placed together (KAI's default 1)
+   * @param queue the queue it names, if any
+   * @param manifest the manifest as written, for programs that create the object ({@code vgpu lab})
+   */
+  record CreatePodGroup(Position position, PodRef ref, int minMember, Optional<String> queue, GenericKubernetesResource manifest) implements ScenarioEvent {
+    @Override
+    public String describe() {
+      return "create podgroup/" + ref;
+    }
+  }
+
+  /**
+   * A KAI Queue or PodGroup is deleted.
+   *
+   * @param position where the event is written
+   * @param kind {@code Queue} or {@code PodGroup}
+   * @param namespace the PodGroup's namespace; empty for a Queue
+   * @param name the object's name
+   */
+  record DeleteObject(Position position, String kind, String namespace, String name) implements ScenarioEvent {
+    @Override
+    public String describe() {
+      return "delete " + kind.toLowerCase(java.util.Locale.ROOT) + "/" + (namespace.isEmpty() ? "" : namespace + "/") + name;
     }
   }
 }

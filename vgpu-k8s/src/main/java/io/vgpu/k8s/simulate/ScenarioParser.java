@@ -41,7 +41,7 @@ import tools.jackson.core.JacksonException;
  * Every error is an {@link InputException} naming the field, the value and {@code file:line:column}.
  */
 public final class ScenarioParser {
-  private static final List<String> TOP_KEYS = List.of("config", "nodes", "resourceQuotas", "events", "checks");
+  private static final List<String> TOP_KEYS = List.of("stack", "config", "nodes", "resourceQuotas", "queues", "events", "checks");
   private static final List<String> NODE_KEYS = List.of("name", "labels", "annotations", "gpus", "devices");
   private static final List<String> GPUS_KEYS = List.of("profile", "count", "uuidPrefix", "numa");
   private static final List<String> DEVICE_KEYS = List.of("uuid", "model", "memoryMiB", "numa", "health", "index");
@@ -91,7 +91,65 @@ public final class ScenarioParser {
     nodes.forEach(n -> nodeNames.add(n.name()));
     List<ScenarioEvent> events = root.get("events").map(e -> events(e.asList("events"), config, nodeNames)).orElse(List.of());
     Optional<YamlList> checks = root.get("checks").map(c -> c.asList("checks"));
-    return new Scenario(config, nodes, quotas, events, configWritten, checks);
+    Stack stack = root.get("stack").map(ScenarioParser::stack).orElse(Stack.VGPU);
+    List<ScenarioEvent.CreateQueue> queues = root.get("queues").map(q -> queues(q.asList("queues"))).orElse(List.of());
+    requireKnownParents(queues, events);
+    return new Scenario(config, nodes, quotas, events, configWritten, checks, stack, queues);
+  }
+
+  private static Stack stack(YamlNode node) {
+    String text = node.asScalar("stack").asString("stack").trim();
+    for (Stack s : Stack.values()) {
+      if (s.key().equals(text)) {
+        return s;
+      }
+    }
+    throw new InputException(node.position(), "stack: '" + text + "' is not vgpu or kai");
+  }
+
+  // --- KAI queues
+
+  private static List<ScenarioEvent.CreateQueue> queues(YamlList list) {
+    List<ScenarioEvent.CreateQueue> out = new ArrayList<>();
+    for (int i = 0; i < list.items().size(); i++) {
+      String field = "queues[" + i + "]";
+      YamlMap map = list.items().get(i).asMap(field);
+      String kind = KaiObjectParser.kind(map, field);
+      if (!kind.equals("Pod") && !kind.equals(KaiObjectParser.QUEUE_KIND)) {
+        throw new InputException(map.require("kind", field).position(), field + ".kind: expected Queue, got '" + kind + "'");
+      }
+      out.add(KaiObjectParser.queue(map, field, map.position()));
+    }
+    return out;
+  }
+
+  /**
+   * Every queue is named once, and every parent a queue names exists when the queue is created: the
+   * scenario's queues may name each other in any order; a queue created by an event may name those and
+   * the ones created before it.
+   */
+  private static void requireKnownParents(List<ScenarioEvent.CreateQueue> initial, List<ScenarioEvent> events) {
+    Set<String> known = new HashSet<>();
+    for (ScenarioEvent.CreateQueue q : initial) {
+      if (!known.add(q.spec().name())) {
+        throw new InputException(q.position(), "queues: queue '" + q.spec().name() + "' is listed twice");
+      }
+    }
+    for (ScenarioEvent.CreateQueue q : initial) {
+      q.spec().parent().filter(p -> !known.contains(p)).ifPresent(p -> {
+        throw new InputException(q.position(), "queues: queue '" + q.spec().name() + "' names parent '" + p + "', which is not a queue of the scenario");
+      });
+    }
+    for (ScenarioEvent e : events) {
+      if (e instanceof ScenarioEvent.CreateQueue q) {
+        q.spec().parent().filter(p -> !known.contains(p)).ifPresent(p -> {
+          throw new InputException(q.position(), q.describe() + ": parent '" + p + "' is not a queue at that point of the scenario");
+        });
+        known.add(q.spec().name());
+      } else if (e instanceof ScenarioEvent.DeleteObject d && d.kind().equals(KaiObjectParser.QUEUE_KIND)) {
+        known.remove(d.name());
+      }
+    }
   }
 
   // --- Nodes
@@ -263,10 +321,11 @@ public final class ScenarioParser {
       YamlMap.Entry e = event.entries().values().iterator().next();
       String f = field + "." + e.key();
       switch (e.key()) {
-        case "create" -> out.add(create(e.value(), f, e.keyPosition()));
+        case "create" -> out.add(createAny(e.value(), f, e.keyPosition()));
         case "delete" -> {
           String target = e.value().asScalar(f).asString(f).trim();
-          out.add(new ScenarioEvent.Delete(e.keyPosition(), podRef(target, e.value(), f)));
+          Optional<ScenarioEvent.DeleteObject> object = KaiObjectParser.delete(target, e.value(), f, e.keyPosition());
+          out.add(object.isPresent() ? object.get() : new ScenarioEvent.Delete(e.keyPosition(), podRef(target, e.value(), f)));
         }
         case "setConfig" -> {
           YamlMap changes = e.value().asMap(f);
@@ -364,12 +423,23 @@ public final class ScenarioParser {
     return String.join(" ", parts);
   }
 
+  /** A Pod, a KAI Queue or a KAI PodGroup, by its {@code kind}. */
+  private static ScenarioEvent createAny(YamlNode manifest, String field, Position at) {
+    YamlMap map = manifest.asMap(field);
+    String kind = KaiObjectParser.kind(map, field);
+    return switch (kind) {
+      case KaiObjectParser.QUEUE_KIND -> KaiObjectParser.queue(map, field, at);
+      case KaiObjectParser.POD_GROUP_KIND -> KaiObjectParser.podGroup(map, field, at);
+      default -> create(manifest, field, at);
+    };
+  }
+
   private static ScenarioEvent.Create create(YamlNode manifest, String field, Position at) {
     YamlMap map = manifest.asMap(field);
     map.get("kind").ifPresent(k -> {
       String kind = k.asScalar(field + ".kind").asString(field + ".kind");
       if (!kind.equals("Pod")) {
-        throw new InputException(k.position(), field + ".kind: expected Pod, got '" + kind + "'");
+        throw new InputException(k.position(), field + ".kind: expected Pod, Queue or PodGroup, got '" + kind + "'");
       }
     });
     checkQuantities(map, field);

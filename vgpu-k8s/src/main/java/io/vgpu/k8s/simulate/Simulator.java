@@ -30,6 +30,7 @@ import io.vgpu.k8s.codec.DeviceListCodec;
 import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.codec.ReasonCodec;
 import io.vgpu.k8s.config.DeviceConfig;
+import io.vgpu.k8s.kai.KaiKeys;
 import io.vgpu.k8s.pod.NodeSelection;
 import io.vgpu.k8s.pod.PodRequestException;
 import io.vgpu.k8s.pod.PodRequestParser;
@@ -275,7 +276,9 @@ public final class Simulator {
     pod.message = "";
     Optional<String> foreign = foreignScheduler(pod.pod);
     if (foreign.isPresent()) {
-      pod.message = "spec.schedulerName is " + foreign.get() + ": the pod is left to that scheduler";
+      // Under KAI, vgpu only isolates: KAI's pods are KAI's to place (SCENARIO.md "Queues and KAI's pod dialect").
+      boolean kai = scenario.stack() == Stack.KAI && foreign.get().equals(KaiKeys.SCHEDULER_NAME);
+      pod.message = "spec.schedulerName is " + foreign.get() + ": the pod is left to " + (kai ? KaiKeys.SCHEDULER_NAME : "that scheduler");
       return false;
     }
     PodRequest request;

@@ -118,7 +118,7 @@ class ScenarioParserTest {
     fails("events: [{scrape: {node: w1}}]\n", "s.yaml:1:19: events[0].scrape: takes no arguments (write scrape: {})");
     fails("events: [{delete: a/b/}]\n", "s.yaml:1:19: events[0].delete: 'a/b/' is not a pod name or namespace/name");
     fails("events: [{delete: /b}]\n", "s.yaml:1:19: events[0].delete: '/b' is not a pod name or namespace/name");
-    fails("events: [{create: {kind: Node, metadata: {name: n}}}]\n", "s.yaml:1:26: events[0].create.kind: expected Pod, got 'Node'");
+    fails("events: [{create: {kind: Node, metadata: {name: n}}}]\n", "s.yaml:1:26: events[0].create.kind: expected Pod, Queue or PodGroup, got 'Node'");
     fails("events: [{create: {spec: {containers: []}}}]\n", "s.yaml:1:19: events[0].create: missing required key 'metadata'");
     fails("events: [{setConfig: {deviceSplitCount: x}}]\n", "s.yaml:1:41: events[0].setConfig.deviceSplitCount: expected a whole number, got 'x'");
   }
