@@ -9,9 +9,19 @@ import io.vgpu.k8s.pod.PodJson;
 import io.vgpu.k8s.pod.PodRefs;
 import java.math.BigDecimal;
 import java.math.RoundingMode;
+import io.vgpu.core.queue.QueueDemand;
+import io.vgpu.core.queue.QueueResource;
+import io.vgpu.core.queue.QueueShare;
+import io.vgpu.core.queue.QueueSpec;
+import io.vgpu.core.queue.ResourceDivision;
+import io.vgpu.core.queue.ResourceTerms;
+import java.util.ArrayList;
 import java.util.Collection;
+import java.util.EnumMap;
+import java.util.HashSet;
+import java.util.Optional;
+import java.util.Set;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import tools.jackson.databind.JsonNode;
@@ -23,7 +33,8 @@ import tools.jackson.databind.node.ObjectNode;
  * deserved, requested, allocated and maxAllowed (kai.md §4), read from the API objects — a pod with a
  * live BindRequest counts its accepted portion as allocated (KAI counts Binding as allocated), a pending
  * pod its request (a memory pod its unrounded {@code MiB / smallest card}). Values roll up to every
- * ancestor. GPU in cards, CPU in millicores, memory in MB. Fair share is not computed here.
+ * ancestor. GPU in cards, CPU in millicores, memory in MB. Deserved and fair share are vgpu-core's
+ * {@link ResourceDivision} of the nodes' allocatable among the queues, KAI's algorithm.
  */
 public final class KaiQueues {
   private static final String[] RESOURCES = {"gpu", "cpu", "memory"};
@@ -39,8 +50,12 @@ public final class KaiQueues {
    * @param binds every BindRequest
    */
   public static ArrayNode report(List<JsonNode> queues, List<Node> nodes, List<Pod> pods, List<JsonNode> binds) {
-    Map<String, JsonNode> byName = new LinkedHashMap<>();
-    queues.forEach(q -> byName.put(q.path("metadata").path("name").asString(""), q));
+    List<QueueSpec> specs = new ArrayList<>();
+    Set<String> names = new HashSet<>();
+    queues.forEach(q -> names.add(q.path("metadata").path("name").asString("")));
+    for (JsonNode q : queues) {
+      specs.add(spec(q, names));
+    }
     Map<String, double[]> requested = new HashMap<>();
     Map<String, double[]> allocated = new HashMap<>();
     Map<PodRef, JsonNode> bindOf = KaiStandIn.bindsByPod(binds);
@@ -49,19 +64,24 @@ public final class KaiQueues {
       if (!KaiStandIn.kaiPod(pod) || KaiStandIn.terminal(pod)) {
         continue;
       }
+      String queue = KaiStandIn.queueOf(pod);
+      if (!names.contains(queue)) {
+        continue;
+      }
       JsonNode bind = bindOf.get(PodRefs.of(pod));
       boolean accepted = bind != null && !bind.path("status").path("phase").asString("").equals("Failed");
       KaiGpuRequest request = KaiGpuRequest.of(pod);
       double gpu = accepted ? acceptedGpus(bind) : pendingGpus(request, minMiB);
       double[] v = {gpu, cpuMillis(pod), memoryMB(pod)};
-      // the pod's queue and every ancestor
-      String queue = KaiStandIn.queueOf(pod);
-      for (int depth = 0; queue != null && !queue.isEmpty() && byName.containsKey(queue) && depth < 64; depth++) {
-        add(requested, queue, v);
-        if (accepted) {
-          add(allocated, queue, v);
-        }
-        queue = byName.get(queue).path("spec").path("parentQueue").asString("");
+      add(requested, queue, v);
+      if (accepted) {
+        add(allocated, queue, v);
+      }
+    }
+    Map<String, QueueDemand> demands = new HashMap<>();
+    for (String q : names) {
+      if (requested.containsKey(q)) {
+        demands.put(q, new QueueDemand(byResource(requested.get(q)), byResource(allocated.getOrDefault(q, new double[3]))));
       }
     }
     double[] total = {0, 0, 0};
@@ -70,34 +90,59 @@ public final class KaiQueues {
       total[1] += allocatable(n, "cpu").multiply(BigDecimal.valueOf(1000)).doubleValue();
       total[2] += allocatable(n, "memory").doubleValue() / 1e6;
     }
+    Map<String, Map<QueueResource, QueueShare>> shares = ResourceDivision.divide(specs, demands, byResource(total));
     ArrayNode out = PodJson.mapper().createArrayNode();
-    byName.forEach((name, q) -> {
+    for (QueueSpec spec : specs) {
       ObjectNode entry = out.addObject();
-      entry.put("name", name);
-      String parent = q.path("spec").path("parentQueue").asString("");
-      if (parent.isEmpty()) {
+      entry.put("name", spec.name());
+      if (spec.parent().isEmpty()) {
         entry.putNull("parent");
       } else {
-        entry.put("parent", parent);
+        entry.put("parent", spec.parent().get());
       }
-      for (int r = 0; r < RESOURCES.length; r++) {
-        JsonNode spec = q.path("spec").path("resources").path(RESOURCES[r]);
-        double quota = spec.path("quota").isNumber() ? spec.path("quota").asDouble() : 0;
-        double limit = spec.path("limit").isNumber() ? spec.path("limit").asDouble() : 0;
-        double req = requested.getOrDefault(name, new double[3])[r];
-        double requestable = limit < 0 ? req : Math.min(limit, req);
-        double deserved = quota < 0 ? Math.min(total[r], requestable) : quota;
-        ObjectNode res = entry.putObject(RESOURCES[r]);
-        res.put("deserved", round(deserved));
-        res.put("requested", round(req));
-        res.put("allocated", round(allocated.getOrDefault(name, new double[3])[r]));
-        if (limit < 0) {
+      for (QueueResource r : QueueResource.values()) {
+        QueueShare share = shares.get(spec.name()).get(r);
+        ObjectNode res = entry.putObject(r.key());
+        res.put("deserved", round(share.deserved()));
+        res.put("requested", round(share.requested()));
+        res.put("allocated", round(share.allocated()));
+        res.put("fairShare", round(share.fairShare()));
+        if (share.unlimited()) {
           res.putNull("maxAllowed");
         } else {
-          res.put("maxAllowed", round(limit));
+          res.put("maxAllowed", round(share.maxAllowed()));
         }
       }
-    });
+    }
+    return out;
+  }
+
+  /** A Queue object as KAI reads it: absent fields 0, priority 100; a parent that does not exist is none. */
+  static QueueSpec spec(JsonNode queue, Set<String> names) {
+    String name = queue.path("metadata").path("name").asString("");
+    String parent = queue.path("spec").path("parentQueue").asString("");
+    Map<QueueResource, ResourceTerms> terms = new EnumMap<>(QueueResource.class);
+    for (QueueResource r : QueueResource.values()) {
+      JsonNode t = queue.path("spec").path("resources").path(r.key());
+      if (!t.isMissingNode() && !t.isNull()) {
+        terms.put(r, new ResourceTerms(number(t, "quota"), number(t, "limit"), number(t, "overQuotaWeight")));
+      }
+    }
+    JsonNode priority = queue.path("spec").path("priority");
+    return new QueueSpec(name, parent.isEmpty() || !names.contains(parent) ? Optional.empty() : Optional.of(parent),
+        priority.isNumber() ? priority.asInt() : QueueSpec.DEFAULT_PRIORITY, terms);
+  }
+
+  private static double number(JsonNode terms, String field) {
+    JsonNode v = terms.path(field);
+    return v.isNumber() ? v.asDouble() : 0;
+  }
+
+  private static Map<QueueResource, Double> byResource(double[] v) {
+    Map<QueueResource, Double> out = new EnumMap<>(QueueResource.class);
+    out.put(QueueResource.GPU, v[0]);
+    out.put(QueueResource.CPU, v[1]);
+    out.put(QueueResource.MEMORY, v[2]);
     return out;
   }
 

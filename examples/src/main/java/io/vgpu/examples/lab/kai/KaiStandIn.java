@@ -125,6 +125,17 @@ public final class KaiStandIn implements AutoCloseable {
     loop.start();
   }
 
+  /** Seven random lower-case letters and digits, as KAI's webhook names a pod's ConfigMaps. */
+  public static String random7() {
+    String alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
+    java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
+    StringBuilder out = new StringBuilder();
+    for (int i = 0; i < 7; i++) {
+      out.append(alphabet.charAt(random.nextInt(alphabet.length())));
+    }
+    return out.toString();
+  }
+
   // --- what the lab asks
 
   /** Whether a complete cycle saw the pod. */
