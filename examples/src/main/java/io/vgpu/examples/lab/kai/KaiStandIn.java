@@ -52,7 +52,7 @@ public final class KaiStandIn implements AutoCloseable {
   /** The pod-grouper's identity. */
   public static final UserInfo POD_GROUPER = UserInfo.serviceAccount(NAMESPACE, "pod-grouper");
   /** The scheduler's identity: the only one the chart's policy lets write BindRequests. */
-  public static final UserInfo SCHEDULER = UserInfo.serviceAccount(NAMESPACE, "kai-scheduler");
+  public static final UserInfo SCHEDULER = UserInfo.serviceAccount(NAMESPACE, "scheduler");
   /** The binder's identity. */
   public static final UserInfo BINDER = UserInfo.serviceAccount(NAMESPACE, "binder");
   /** KAI's {@code --resource-reservation-allocation-timeout} default. */
