@@ -535,6 +535,9 @@ public final class LabCluster implements AutoCloseable {
     try {
       HttpResponse<String> r = plainHttp.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/metrics")).timeout(Duration.ofSeconds(5)).GET().build(),
           HttpResponse.BodyHandlers.ofString());
+      if (r.statusCode() == 404) {
+        return out; // a component that exports no metrics (the scheduler under KAI Scheduler serves only its probes)
+      }
       PrometheusText.parse(r.body()).forEach((k, v) -> {
         if (v.finite()) {
           out.put(k, v.number());
