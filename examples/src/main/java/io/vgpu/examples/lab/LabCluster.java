@@ -524,19 +524,28 @@ public final class LabCluster implements AutoCloseable {
   /** Every component's metrics now: {@code scheduler}, and {@code nodes} by node name. */
   public ObjectNode scrape() {
     ObjectNode out = YAML.createObjectNode();
-    out.set("scheduler", metrics(launch.metricsPort()));
+    ObjectNode scheduler = metrics(launch.metricsPort());
+    if (scheduler != null) {
+      out.set("scheduler", scheduler);
+    }
     ObjectNode nodes = out.putObject("nodes");
-    agentMetricsPorts.forEach((node, port) -> nodes.set(node, metrics(port)));
+    agentMetricsPorts.forEach((node, port) -> {
+      ObjectNode samples = metrics(port);
+      if (samples != null) {
+        nodes.set(node, samples);
+      }
+    });
     return out;
   }
 
-  private ObjectNode metrics(int port) {
+  /** One component's samples; null when it serves no {@code /metrics} at all. */
+  private @org.jspecify.annotations.Nullable ObjectNode metrics(int port) {
     ObjectNode out = YAML.createObjectNode();
     try {
       HttpResponse<String> r = plainHttp.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/metrics")).timeout(Duration.ofSeconds(5)).GET().build(),
           HttpResponse.BodyHandlers.ofString());
       if (r.statusCode() == 404) {
-        return out; // a component that exports no metrics (the scheduler under KAI Scheduler serves only its probes)
+        return null; // a component that exports no metrics (the scheduler under KAI Scheduler serves only its probes)
       }
       PrometheusText.parse(r.body()).forEach((k, v) -> {
         if (v.finite()) {
