@@ -89,7 +89,7 @@ public final class KaiStandIn implements AutoCloseable {
   /**
    * Why a pod waits.
    *
-   * @param reason {@code QueueMissing}, {@code QueueLimit} or {@code Unschedulable}
+   * @param reason {@code QueueMissing}, {@code QueueLimit}, {@code GangIncomplete} or {@code Unschedulable}
    * @param message what KAI would say
    */
   public record Waiting(String reason, String message) {}
@@ -178,7 +178,7 @@ public final class KaiStandIn implements AutoCloseable {
         }
       }
       try {
-        Thread.sleep(40);
+        Thread.sleep(100); // KAI reacts to watch events; a tenth of a second is as prompt, at little cost to a loaded machine
       } catch (InterruptedException e) {
         return;
       }
@@ -358,9 +358,25 @@ public final class KaiStandIn implements AutoCloseable {
     }
     pending.sort(Comparator.comparing((Pod p) -> p.getMetadata().getCreationTimestamp() == null ? "" : p.getMetadata().getCreationTimestamp())
         .thenComparing(p -> p.getMetadata().getName()));
+    Map<String, JsonNode> podGroups = new HashMap<>();
+    if (!pending.isEmpty()) {
+      list(scheduler, KaiResources.POD_GROUP).forEach(g -> podGroups.put(g.path("metadata").path("namespace").asString("") + "/" + g.path("metadata").path("name").asString(""), g));
+    }
     for (Pod pod : pending) {
       PodRef ref = PodRefs.of(pod);
-      String queueName = queueOf(pod);
+      String groupName = annotations(pod).get(KaiKeys.POD_GROUP_NAME);
+      JsonNode group = podGroups.get(ref.namespace() + "/" + groupName);
+      String groupQueue = group == null ? "" : group.path("spec").path("queue").asString("");
+      String queueName = groupQueue.isEmpty() ? queueOf(pod) : groupQueue;
+      int minMember = group == null ? 1 : Math.max(1, group.path("spec").path("minMember").asInt(1));
+      if (minMember > 1) {
+        long members = pods.stream().filter(p -> !terminal(p) && ref.namespace().equals(p.getMetadata().getNamespace())
+            && groupName.equals(annotations(p).get(KaiKeys.POD_GROUP_NAME))).count();
+        if (members < minMember) {
+          why.put(ref, new Waiting("GangIncomplete", "podgroup " + ref.namespace() + "/" + groupName + " has " + members + " of its minMember " + minMember + " pods"));
+          continue;
+        }
+      }
       JsonNode queue = queues.get(queueName);
       if (queue == null) {
         why.put(ref, new Waiting("QueueMissing", "queue " + queueName + " does not exist"));

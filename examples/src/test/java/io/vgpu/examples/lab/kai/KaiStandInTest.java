@@ -173,6 +173,23 @@ class KaiStandInTest {
   }
 
   @Test
+  void aGangWaitsForItsMinMemberThenIsScheduled() {
+    cluster("40960", KaiStandIn.RESERVATION_TIMEOUT);
+    KaiResources.of(admin, KaiResources.POD_GROUP).inNamespace("default").resource(KaiResources.generic(PodJson.mapper().readTree(
+        "{\"apiVersion\":\"scheduling.run.ai/v2alpha2\",\"kind\":\"PodGroup\",\"metadata\":{\"name\":\"pg-train\",\"namespace\":\"default\"},"
+            + "\"spec\":{\"minMember\":2,\"queue\":\"default-queue\"}}"))).create();
+    String member = "{\"metadata\":{\"name\":\"NAME\",\"annotations\":{\"pod-group-name\":\"pg-train\"}},"
+        + "\"spec\":{\"schedulerName\":\"kai-scheduler\",\"containers\":[{\"name\":\"app\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":1}}}]}}";
+    create(member.replace("NAME", "w0"));
+    await(() -> kai.waiting().containsKey(new PodRef("default", "w0")));
+    assertThat(kai.waiting().get(new PodRef("default", "w0"))).isEqualTo(new KaiStandIn.Waiting("GangIncomplete", "podgroup default/pg-train has 1 of its minMember 2 pods"));
+    create(member.replace("NAME", "w1"));
+    await(() -> nodeOf("w0").equals("worker1") && nodeOf("w1").equals("worker1"));
+    assertThat(bindRequest("w1").orElseThrow().path("spec").toString())
+        .isEqualTo("{\"podName\":\"w1\",\"selectedNode\":\"worker1\",\"receivedResourceType\":\"Regular\",\"receivedGPU\":{\"count\":1,\"portion\":\"1.00\"}}");
+  }
+
+  @Test
   void aMalformedRequestIsDeniedAtCreateWithKaisMessage() {
     cluster("40960", KaiStandIn.RESERVATION_TIMEOUT);
     var e = org.assertj.core.api.Assertions.catchThrowableOfType(io.fabric8.kubernetes.client.KubernetesClientException.class,
