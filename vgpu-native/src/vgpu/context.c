@@ -196,7 +196,17 @@ static bool settle_booking(int ordinal, uint64_t booked, uint64_t measured) {
 
 typedef CUresult (*context_factory)(void *arguments);
 
+/* A card VGPU_DEVICES does not grant is made unusable rather than hidden: hiding it would mean
+ * renumbering every CUdevice the driver API and NVML take or return, and any function missed would
+ * reach the card unlimited; every use of a card's memory or compute needs a context, and these hooks
+ * are where contexts come from (cuInit logged which cards are refused). */
+static CUresult refuse_device(int ordinal) {
+    LOG_DEBUG("context on refused CUDA device %d: %d", ordinal, (int)VGPU_DEVICE_REFUSED);
+    return VGPU_DEVICE_REFUSED;
+}
+
 static CUresult create_counted(int ordinal, CUcontext *pctx, context_factory create, void *arguments) {
+    if (vgpu_active() && vgpu_ordinal_refused(ordinal)) return refuse_device(ordinal);
     if (!vgpu_active() || pctx == NULL || !vgpu_ordinal_limited(ordinal)) return create(arguments);
     struct probe probe;
     probe_begin(ordinal, &probe);
@@ -313,6 +323,7 @@ static bool primary_active(CUdevice dev) {
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
     if (real.cuDevicePrimaryCtxRetain == NULL) return VGPU_CONFIG_REFUSED;
+    if (vgpu_active() && vgpu_ordinal_refused(dev)) return refuse_device(dev);
     if (!vgpu_active() || pctx == NULL || !vgpu_ordinal_limited(dev)) return real.cuDevicePrimaryCtxRetain(pctx, dev);
     pthread_mutex_lock(&primary_lock);
     CUresult result;

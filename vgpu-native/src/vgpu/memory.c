@@ -84,6 +84,10 @@ static void report_corrupt(int ordinal) {
 }
 
 static bool reserve(int ordinal, uint64_t bytes, bool reap_and_report) {
+    if (vgpu_ordinal_refused(ordinal)) { /* no context can exist there; this is the second lock */
+        if (reap_and_report) LOG_INFO("device %d is refused (not among VGPU_DEVICES): no memory on it", ordinal);
+        return false;
+    }
     if (!vgpu_ordinal_limited(ordinal)) return true; /* beyond the 16 devices the contract can name */
     uint64_t limit = runtime.devices[ordinal].memory_limit;
     struct vgpu_region_slot *slot = vgpu_own_slot();
@@ -521,6 +525,9 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CU
     if (real.cuMemCreate == NULL) return VGPU_CONFIG_REFUSED;
     /* The device comes from the properties, never from the calling thread's context (worker threads
      * of NCCL and others call this without one). Host locations are not device memory. */
+    if (vgpu_active() && prop != NULL && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
+        vgpu_ordinal_refused(prop->location.id))
+        return CUDA_ERROR_OUT_OF_MEMORY;
     if (!vgpu_active() || handle == NULL || prop == NULL || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
         prop->location.id < 0 || prop->location.id >= runtime.device_count)
         return real.cuMemCreate(handle, size, prop, flags);
@@ -670,9 +677,13 @@ CUresult cuMemGetInfo_v2(size_t *free, size_t *total) {
         return result;
     }
     int ordinal = 0;
-    uint64_t limit = (vgpu_current_ordinal(&ordinal) == CUDA_SUCCESS && vgpu_ordinal_limited(ordinal))
-                         ? runtime.devices[ordinal].memory_limit
-                         : 0;
+    bool known = vgpu_current_ordinal(&ordinal) == CUDA_SUCCESS;
+    if (known && vgpu_ordinal_refused(ordinal)) { /* a refused card has no memory for this container */
+        if (free != NULL) *free = 0;
+        if (total != NULL) *total = 0;
+        return CUDA_SUCCESS;
+    }
+    uint64_t limit = (known && vgpu_ordinal_limited(ordinal)) ? runtime.devices[ordinal].memory_limit : 0;
     if (limit == 0) {
         if (free != NULL) *free = driver_free;
         if (total != NULL) *total = driver_total;
@@ -693,7 +704,11 @@ CUresult cuMemGetInfo_v2(size_t *free, size_t *total) {
 CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
     if (real.cuDeviceTotalMem_v2 == NULL) return VGPU_CONFIG_REFUSED;
     CUresult result = real.cuDeviceTotalMem_v2(bytes, dev);
-    if (result != CUDA_SUCCESS || !vgpu_active() || !vgpu_ordinal_limited(dev)) return result;
+    if (result != CUDA_SUCCESS || !vgpu_active()) return result;
+    /* A refused card reads as one without memory rather than as an error: the CUDA runtime queries
+     * every visible card when it starts, and must still start for the granted ones. */
+    if (vgpu_ordinal_refused(dev)) *bytes = 0;
+    if (!vgpu_ordinal_limited(dev)) return result;
     uint64_t limit = runtime.devices[dev].memory_limit;
     if (limit != 0 && (runtime.config->oversubscribe || limit < *bytes)) *bytes = (size_t)limit;
     return CUDA_SUCCESS;
