@@ -215,6 +215,31 @@ check system-limits-file-refused "LD_PRELOAD=$TESTS/libvgpu-syslimits.so" CUDA_D
     "$BIN" limits-file-refused "$SYSDIR/limits"
 rm -rf "$SYSDIR"
 
+# ---- a KAI fraction container: cards granted by UUID, the wait for the grant, HAMi-core's env contract --
+
+U=GPU-12345678-1234-1234-1234-1234567800 # the mock's UUIDs: $U00 is physical GPU 0
+mkdir -p "$WORK/devices-by-uuid" "$WORK/devices-unlisted-refused"
+printf '%s\n' "# devices: ${U}00,${U}02" "VGPU_DEVICES=${U}00, ${U}02" CUDA_DEVICE_MEMORY_LIMIT_0=1024m \
+    CUDA_DEVICE_MEMORY_LIMIT_1=2048m "CUDA_DEVICE_MEMORY_SHARED_CACHE=$WORK/devices-by-uuid/file-region" END \
+    >"$WORK/devices-by-uuid/limits"
+check devices-by-uuid "$P" VGPU_MOCK_CONFIG=A100-SXM4-40GB:3 VGPU_MOCK_VISIBLE_DEVICES=2,0 \
+    "VGPU_LIMITS_FILE=$WORK/devices-by-uuid/limits" CUDA_DEVICE_MEMORY_LIMIT=4g "VGPU_DEVICES=${U}02,${U}00" -- \
+    "$BIN" devices-by-uuid "$WORK/devices-by-uuid/limits"
+printf '%s\n' "VGPU_DEVICES=${U}00" CUDA_DEVICE_MEMORY_LIMIT=1024m \
+    "CUDA_DEVICE_MEMORY_SHARED_CACHE=$WORK/devices-unlisted-refused/file-region" END >"$WORK/devices-unlisted-refused/limits"
+check devices-unlisted-refused "$P" VGPU_MOCK_CONFIG=A100-SXM4-40GB:2 "VGPU_LIMITS_FILE=$WORK/devices-unlisted-refused/limits" \
+    "VGPU_DEVICES=${U}00,${U}01" -- "$BIN" devices-unlisted-refused "$WORK/devices-unlisted-refused/limits"
+check devices-malformed "$P" VGPU_MOCK_CONFIG=A100-SXM4-40GB:2 -- "$BIN" devices-malformed
+# The grant directory mounted, its file not written (yet): libvgpu-syslimits.so's $SYSDIR.
+rm -rf "$SYSDIR" && mkdir -p "$SYSDIR"
+check grant-wait-timeout "LD_PRELOAD=$TESTS/libvgpu-syslimits.so" VGPU_GRANT_WAIT_SECONDS=1 CUDA_DEVICE_MEMORY_LIMIT=4g \
+    "VGPU_LIMITS_FILE=$WORK/devices-by-uuid/limits" -- "$BIN" grant-wait-timeout "$SYSDIR"
+rm -rf "$SYSDIR" && mkdir -p "$SYSDIR"
+check grant-arrives-during-wait "LD_PRELOAD=$TESTS/libvgpu-syslimits.so" VGPU_MOCK_CONFIG=A100-SXM4-40GB:2 \
+    VGPU_GRANT_WAIT_SECONDS=soon CUDA_DEVICE_MEMORY_LIMIT=4g -- "$BIN" grant-arrives-during-wait "$SYSDIR"
+rm -rf "$SYSDIR"
+check env-contract-kai "$P" VGPU_MOCK_CONFIG=A100-SXM4-40GB:2 CUDA_DEVICE_MEMORY_LIMIT=20889m -- "$BIN" env-contract-kai
+
 # ---- what a process of the container can write ----------------------------------------------------
 
 check region-rewrite-whole-file "$P" CUDA_DEVICE_MEMORY_LIMIT=1g -- "$BIN" region-rewrite-whole-file
