@@ -160,20 +160,20 @@ done:
 
 static void charge_context_bytes(int ordinal, uint64_t bytes) {
     struct vgpu_region_slot *slot = vgpu_own_slot();
-    if (slot != NULL) atomic_fetch_add(&slot->devices[ordinal].context_bytes, bytes);
+    if (slot != NULL) atomic_fetch_add(&slot->devices[vgpu_region_entry(ordinal)].context_bytes, bytes);
 }
 
 static void release_context_bytes(int ordinal, uint64_t bytes) {
     vgpu_unreserve(ordinal, bytes);
     struct vgpu_region_slot *slot = vgpu_own_slot();
-    if (slot != NULL) atomic_fetch_sub(&slot->devices[ordinal].context_bytes, bytes);
+    if (slot != NULL) atomic_fetch_sub(&slot->devices[vgpu_region_entry(ordinal)].context_bytes, bytes);
 }
 
 /* The driver takes a context's memory before anyone can measure it, so an estimate is booked first
  * (without it, a context created while the container is at its limit would overshoot it) and settled
  * once measured. If even the estimate does not fit, nothing is booked and the measurement decides. */
 static uint64_t book_estimate(int ordinal) {
-    uint64_t estimate = atomic_load(&runtime.region->devices[ordinal].context_bytes); /* any process may write it */
+    uint64_t estimate = atomic_load(&runtime.region->devices[vgpu_region_entry(ordinal)].context_bytes); /* any process may write it */
     if (estimate == 0 || estimate > MAX_CONTEXT_BYTES) estimate = FIRST_CONTEXT_ESTIMATE;
     return vgpu_reserve_quietly(ordinal, estimate) ? estimate : 0;
 }
@@ -185,7 +185,7 @@ static bool settle_booking(int ordinal, uint64_t booked, uint64_t measured) {
         return false;
     }
     if (booked > measured) vgpu_unreserve(ordinal, booked - measured);
-    if (measured > 0) atomic_store(&runtime.region->devices[ordinal].context_bytes, measured);
+    if (measured > 0) atomic_store(&runtime.region->devices[vgpu_region_entry(ordinal)].context_bytes, measured);
     charge_context_bytes(ordinal, measured);
     LOG_DEBUG("new context on device %d took %llu bytes (%llu booked beforehand)", ordinal, (unsigned long long)measured,
               (unsigned long long)booked);

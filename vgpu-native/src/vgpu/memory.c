@@ -79,7 +79,7 @@ static void report_corrupt(int ordinal) {
     else
         LOG_ERROR("shared region %s is corrupt (device %d: %llu bytes in use, above the limit of %llu); refusing every "
                   "allocation", runtime.config->region_path, ordinal,
-                  (unsigned long long)atomic_load(&region->devices[ordinal].memory_used),
+                  (unsigned long long)atomic_load(&region->devices[vgpu_region_entry(ordinal)].memory_used),
                   (unsigned long long)runtime.devices[ordinal].memory_limit);
 }
 
@@ -99,11 +99,11 @@ static bool reserve(int ordinal, uint64_t bytes, bool reap_and_report) {
         return false;
     }
     enum vgpu_charge charge = vgpu_region_intact(runtime.region)
-                                  ? vgpu_region_charge(runtime.region, slot, ordinal, bytes, limit)
+                                  ? vgpu_region_charge(runtime.region, slot, vgpu_region_entry(ordinal), bytes, limit)
                                   : VGPU_CORRUPT;
     /* Before saying no, return what killed processes still hold. */
     if (charge == VGPU_OVER_LIMIT && reap_and_report && vgpu_region_reap(runtime.region) > 0)
-        charge = vgpu_region_charge(runtime.region, slot, ordinal, bytes, limit);
+        charge = vgpu_region_charge(runtime.region, slot, vgpu_region_entry(ordinal), bytes, limit);
     if (charge == VGPU_CHARGED) return true;
     atomic_fetch_sub_explicit(&booked[ordinal], bytes, memory_order_relaxed);
     if (!reap_and_report) return false;
@@ -111,7 +111,7 @@ static bool reserve(int ordinal, uint64_t bytes, bool reap_and_report) {
     else
         LOG_INFO("device %d: %llu more bytes would exceed the limit of %llu (in use: %llu)", ordinal,
                  (unsigned long long)bytes, (unsigned long long)limit,
-                 (unsigned long long)atomic_load(&runtime.region->devices[ordinal].memory_used));
+                 (unsigned long long)atomic_load(&runtime.region->devices[vgpu_region_entry(ordinal)].memory_used));
     return false;
 }
 
@@ -122,9 +122,9 @@ bool vgpu_reserve(int ordinal, uint64_t bytes) {
 bool vgpu_reserve_quietly(int ordinal, uint64_t bytes) { return reserve(ordinal, bytes, false); }
 
 void vgpu_unreserve(int ordinal, uint64_t bytes) {
-    if (!vgpu_ordinal_limited(ordinal) || bytes == 0) return;
+    if (!vgpu_ordinal_limited(ordinal) || bytes == 0 || vgpu_ordinal_refused(ordinal)) return; /* nothing booked there */
     struct vgpu_region_slot *slot = atomic_load_explicit(&runtime.slot, memory_order_relaxed);
-    if (slot != NULL) vgpu_region_uncharge(runtime.region, slot, ordinal, bytes);
+    if (slot != NULL) vgpu_region_uncharge(runtime.region, slot, vgpu_region_entry(ordinal), bytes);
     atomic_fetch_sub_explicit(&booked[ordinal], bytes, memory_order_relaxed);
 }
 
@@ -132,7 +132,7 @@ uint64_t vgpu_usage_view(int ordinal, uint64_t limit) {
     settle_pending_frees();
     const struct vgpu_region *region = runtime.region;
     if (!vgpu_region_intact(region)) return UINT64_MAX;
-    uint64_t shared = atomic_load_explicit(&region->devices[ordinal].memory_used, memory_order_relaxed);
+    uint64_t shared = atomic_load_explicit(&region->devices[vgpu_region_entry(ordinal)].memory_used, memory_order_relaxed);
     uint64_t own = atomic_load_explicit(&booked[ordinal], memory_order_relaxed);
     if (limit != 0 && shared > limit) return UINT64_MAX;
     return shared > own ? shared : own;

@@ -149,8 +149,8 @@ static enum view container_view(nvmlDevice_t device, uint64_t device_total, uint
     if (config->disable_control) return VIEW_DRIVER;
     struct vgpu_region *region = vgpu_runtime_region();
     if (region == NULL) return VIEW_UNTRUSTWORTHY;
-    int ordinal = ordinal_of_handle(device, region);
     uint64_t limit = 0;
+    int entry = -1, ordinal = -1; /* the card's entry in the region; this process's CUDA ordinal of it, if any */
     if (config->granted_count > 0) {
         char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
         int grant = grant_of_handle(config, device, uuid, sizeof uuid);
@@ -159,18 +159,19 @@ static enum view container_view(nvmlDevice_t device, uint64_t device_total, uint
             return VIEW_REFUSED;
         }
         limit = config->memory_limit[grant];
+        entry = grant; /* the region is indexed by place in VGPU_DEVICES too */
+        if (vgpu_active()) ordinal = ordinal_of_handle(device, region);
     } else {
+        ordinal = entry = ordinal_of_handle(device, region);
         if (ordinal < 0 || ordinal >= VGPU_REGION_DEVICES) return VIEW_DRIVER;
         limit = config->memory_limit[ordinal]; /* the region's limit words are not trusted */
     }
     if (limit == 0) return VIEW_DRIVER;
     *total = (config->oversubscribe || limit < device_total) ? limit : device_total;
-    if (ordinal < 0 || ordinal >= VGPU_REGION_DEVICES) {
-        *used = 0; /* granted, but no CUDA process of the container has used it yet */
-    } else if (vgpu_active()) {
+    if (vgpu_active() && ordinal >= 0) {
         *used = vgpu_usage_view(ordinal, limit);
     } else { /* NVML only: nothing booked here; a corrupt region reads as full */
-        uint64_t shared = atomic_load_explicit(&region->devices[ordinal].memory_used, memory_order_relaxed);
+        uint64_t shared = atomic_load_explicit(&region->devices[entry].memory_used, memory_order_relaxed);
         *used = vgpu_region_intact(region) && shared <= limit ? shared : UINT64_MAX;
     }
     return VIEW_CONTAINER;

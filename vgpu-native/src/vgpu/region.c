@@ -34,12 +34,12 @@ static void initialise(struct vgpu_region *region, const struct vgpu_config *con
     header->policy = (uint32_t)config->policy;
     header->flags = config->oversubscribe ? 1U : 0U;
     vgpu_copy_string(header->limits_source, config->source, sizeof header->limits_source);
-    /* By CUDA ordinal. With VGPU_DEVICES the configuration's limits are by place in the grant, which
-     * only the driver's UUIDs map to ordinals: the first CUDA process writes them (runtime.c). */
-    for (int i = 0; config->granted_count == 0 && i < VGPU_REGION_DEVICES; i++) {
+    /* By CUDA ordinal, or with VGPU_DEVICES by place in that list, whose UUIDs are known before any driver. */
+    for (int i = 0; i < VGPU_REGION_DEVICES; i++) {
         region->devices[i].memory_limit = config->memory_limit[i];
         region->devices[i].sm_limit = config->sm_limit[i];
         atomic_store(&region->devices[i].sm_limit_permille, config->sm_limit[i] * 10);
+        if (i < config->granted_count) vgpu_uuid_format(config->granted[i], region->devices[i].uuid);
     }
     atomic_thread_fence(memory_order_release);
     header->magic = VGPU_REGION_MAGIC; /* last: readers see a complete region or none */
@@ -96,7 +96,7 @@ static bool lock_shared(int fd, const char *path) {
 
 /* The region's limits are what the first process wrote, for the monitor; this process enforces its own. */
 static void warn_on_different_limits(const struct vgpu_region *region, const struct vgpu_config *config, const char *path) {
-    for (int i = 0; config->granted_count == 0 && i < VGPU_REGION_DEVICES; i++) {
+    for (int i = 0; i < VGPU_REGION_DEVICES; i++) {
         if (region->devices[i].memory_limit != config->memory_limit[i] || region->devices[i].sm_limit != config->sm_limit[i]) {
             LOG_WARN("limits for device %d differ from those %s holds; enforcing this process's own, from %s", i, path,
                      config->source);

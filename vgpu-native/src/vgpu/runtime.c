@@ -71,6 +71,7 @@ static void grant_by_uuid(const struct vgpu_config *config, int ordinal, const u
     }
     device->memory_limit = config->memory_limit[grant];
     device->sm_limit = config->sm_limit[grant];
+    device->region_entry = grant;
     device->refused = false;
 }
 
@@ -83,6 +84,7 @@ static void learn_devices(const struct vgpu_config *config, struct vgpu_region *
         runtime.devices[ordinal].memory_limit = runtime.by_uuid ? 0 : config->memory_limit[ordinal];
         runtime.devices[ordinal].sm_limit = runtime.by_uuid ? 0 : config->sm_limit[ordinal];
         runtime.devices[ordinal].refused = runtime.by_uuid;
+        runtime.devices[ordinal].region_entry = runtime.by_uuid ? 0 : ordinal; /* a refused ordinal books nothing */
     }
     int count = 0;
     CUresult result = real.cuDeviceGetCount(&count);
@@ -109,14 +111,9 @@ static void learn_devices(const struct vgpu_config *config, struct vgpu_region *
         }
         vgpu_uuid_format((const unsigned char *)uuid.bytes, runtime.devices[ordinal].uuid);
         if (runtime.by_uuid) grant_by_uuid(config, ordinal, (const unsigned char *)uuid.bytes);
-        if (region->devices[ordinal].uuid[0] == '\0') {
+        /* With VGPU_DEVICES the region's entries already carry the granted UUIDs (region.c). */
+        if (!runtime.by_uuid && region->devices[ordinal].uuid[0] == '\0')
             vgpu_copy_string(region->devices[ordinal].uuid, runtime.devices[ordinal].uuid, sizeof region->devices[ordinal].uuid);
-            if (runtime.by_uuid) { /* the monitor's copy of the limits, by ordinal like the rest of the region */
-                region->devices[ordinal].memory_limit = runtime.devices[ordinal].memory_limit;
-                region->devices[ordinal].sm_limit = runtime.devices[ordinal].sm_limit;
-                atomic_store(&region->devices[ordinal].sm_limit_permille, runtime.devices[ordinal].sm_limit * 10);
-            }
-        }
     }
     for (int ordinal = 0; ordinal < VGPU_MAX_DEVICES; ordinal++)
         if (runtime.devices[ordinal].sm_limit > 0) atomic_store(&runtime.any_sm_limit, 1);

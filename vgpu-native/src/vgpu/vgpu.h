@@ -121,6 +121,7 @@ struct vgpu_device {
     uint64_t memory_limit;                   /* from the configuration, never from the region */
     unsigned sm_limit;
     bool refused;                            /* VGPU_DEVICES does not grant this ordinal's card */
+    int region_entry;                        /* its entry in the shared region: vgpu_region_entry() */
 };
 
 struct vgpu_runtime {
@@ -148,6 +149,10 @@ static inline bool vgpu_ordinal_limited(int ordinal) { return ordinal >= 0 && or
 static inline bool vgpu_ordinal_refused(int ordinal) {
     return __builtin_expect(runtime.by_uuid, 0) && ordinal >= 0 && (ordinal >= VGPU_MAX_DEVICES || runtime.devices[ordinal].refused);
 }
+/* The shared region's entry of a limited ordinal that is not refused: the ordinal itself, or with
+ * VGPU_DEVICES the card's place in that list, so that processes whose visible order differs (each may
+ * set CUDA_VISIBLE_DEVICES) and the node monitor, which reads the region by grant, name one entry per card. */
+static inline int vgpu_region_entry(int ordinal) { return runtime.devices[ordinal].region_entry; }
 /* The CUresult of a context asked for on a refused card: the driver's own answer for a device whose
  * compute mode prohibits contexts. */
 #define VGPU_DEVICE_REFUSED CUDA_ERROR_DEVICE_UNAVAILABLE

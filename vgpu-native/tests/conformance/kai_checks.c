@@ -16,12 +16,14 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "checks.h"
 #include "common/util.h"
+#include "vgpu/region.h"
 
 #define UUID_OF(n) "GPU-12345678-1234-1234-1234-1234567800" n /* the mock's UUID of physical GPU n */
 
@@ -84,8 +86,8 @@ int role_device_view(int argc, char **argv) {
             at = (int)cuMemAlloc_v2(&pointer, free_bytes);
             if (at == CUDA_SUCCESS) cuMemFree_v2(pointer);
         }
-        printf("cuda %d %s retain=%d total=%zu device_total=%zu over=%d at=%d\n", d, uuid, (int)retained, total,
-               device_total, over, at);
+        printf("cuda %d %s retain=%d total=%zu device_total=%zu over=%d at=%d free=%zu\n", d, uuid, (int)retained, total,
+               device_total, over, at, free_bytes);
         if (retained == CUDA_SUCCESS) cuDevicePrimaryCtxRelease_v2(d);
     }
     return 0;
@@ -176,6 +178,45 @@ int check_devices_by_uuid(int argc, char **argv) {
     if (expect_card(0, UUID_OF("02"), 2 * GIB) || expect_card(1, UUID_OF("00"), GIB)) return 1;
     fprintf(stderr, "  visible order 2,0, granted order 0,2: ordinal 0 = %s at 2048 MiB, ordinal 1 = %s at 1024 MiB "
             "(driver API and NVML, before and after cuInit)\n", UUID_OF("02"), UUID_OF("00"));
+
+    /* The shared region is indexed by place in VGPU_DEVICES, as the node monitor reads it: a process of
+     * the container that orders the cards otherwise (CUDA_VISIBLE_DEVICES=1,0) books the same card's entry. */
+    char region_path[700];
+    snprintf(region_path, sizeof region_path, "%s/file-region", getenv("VGPU_TEST_DIR"));
+    int fd = open(region_path, O_RDONLY | O_CLOEXEC);
+    EXPECT(fd >= 0, "the file's region %s exists", region_path);
+    const struct vgpu_region *region = mmap(NULL, sizeof *region, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    EXPECT(region != MAP_FAILED, "region maps");
+    EXPECT(strcmp(region->devices[0].uuid, UUID_OF("00")) == 0 && region->devices[0].memory_limit == GIB &&
+               strcmp(region->devices[1].uuid, UUID_OF("02")) == 0 && region->devices[1].memory_limit == 2 * GIB &&
+               region->devices[2].uuid[0] == '\0',
+           "region entries by grant: 0 %s %llu, 1 %s %llu", region->devices[0].uuid,
+           (unsigned long long)region->devices[0].memory_limit, region->devices[1].uuid,
+           (unsigned long long)region->devices[1].memory_limit);
+    CUcontext context;
+    CU_OK(cuDevicePrimaryCtxRetain(&context, 0));
+    CU_OK(cuCtxSetCurrent(context));
+    CUdeviceptr held = 0;
+    CU_OK(cuMemAlloc_v2(&held, 512 * MIB));
+    EXPECT(atomic_load(&region->devices[1].memory_used) >= 512 * MIB && atomic_load(&region->devices[0].memory_used) == 0,
+           "ordinal 0's 512 MiB are booked in entry 1 (%s): entry 0 %llu, entry 1 %llu", UUID_OF("02"),
+           (unsigned long long)atomic_load(&region->devices[0].memory_used),
+           (unsigned long long)atomic_load(&region->devices[1].memory_used));
+    const char *const reordered[] = {"CUDA_VISIBLE_DEVICES=1,0", NULL};
+    if (device_view(reordered, output, sizeof output)) return 1;
+    char line[512];
+    EXPECT(line_starting(output, "cuda 1 " UUID_OF("02") " retain=0 total=2147483648 ", line, sizeof line),
+           "the other process's ordinal 1 is %s at 2048 MiB: %s", UUID_OF("02"), output);
+    unsigned long long seen_free = strtoull(strstr(line, " free=") + 6, NULL, 10);
+    EXPECT(seen_free <= 2 * GIB - 512 * MIB, "the other process sees %llu bytes free on %s, where this one holds 512 MiB",
+           seen_free, UUID_OF("02"));
+    EXPECT(line_starting(output, "cuda 0 " UUID_OF("00") " retain=0 total=1073741824 ", line, sizeof line),
+           "the other process's ordinal 0 is %s at 1024 MiB: %s", UUID_OF("00"), output);
+    CU_OK(cuMemFree_v2(held));
+    CU_OK(cuDevicePrimaryCtxRelease_v2(0));
+    fprintf(stderr, "  region entries by grant (0 = %s, 1 = %s); a process with CUDA_VISIBLE_DEVICES=1,0 sees %llu MiB "
+            "free of 2048 on %s while this one holds 512\n", UUID_OF("00"), UUID_OF("02"), seen_free / MIB, UUID_OF("02"));
     return 0;
 }
 
