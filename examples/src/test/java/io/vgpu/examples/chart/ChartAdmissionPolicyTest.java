@@ -246,7 +246,8 @@ class ChartAdmissionPolicyTest {
     assertThat(KAI.get("ValidatingAdmissionPolicy", "hami-kai-bindrequests").path("spec").path("validations").get(0).path("message").asString())
         .contains(KAI_SCHEDULER).contains(KAI_BINDER);
     // Another KAI namespace is a value.
-    RenderedChart other = RenderedChart.render(Options.kai().with("vgpu.kai.bindRequestWriters", "{system:serviceaccount:kai:scheduler,system:serviceaccount:kai:binder}"));
+    RenderedChart other = RenderedChart.render(Options.kai().with("vgpu.kai.bindRequestWriters[0]", "system:serviceaccount:kai:scheduler")
+        .with("vgpu.kai.bindRequestWriters[1]", "system:serviceaccount:kai:binder"));
     assertThat(other.get("ValidatingAdmissionPolicy", "hami-kai-bindrequests").path("spec").path("matchConditions").get(0).path("expression").asString())
         .isEqualTo("!(request.userInfo.username in [\"system:serviceaccount:kai:scheduler\",\"system:serviceaccount:kai:binder\"])");
   }

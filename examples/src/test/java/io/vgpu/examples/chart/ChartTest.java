@@ -518,6 +518,10 @@ class ChartTest {
     assertThat(RenderedChart.failure(Options.kai().with("scheduler.kubeScheduler.enabled", "false"))).isEmpty();
     assertThat(RenderedChart.failure(Options.kai().with("scheduler.admissionWebhook.enabled", "false"))).get().asString()
         .contains("vgpu.kai.enabled needs scheduler.admissionWebhook.enabled: without vgpu's webhook the pods KAI shares run without vgpu's limits");
+    assertThat(RenderedChart.notes(Options.kai())).contains("is installed as \"hami\" in kube-system.\n\n  role:        the isolation layer under KAI Scheduler")
+        .contains("webhook:     hami-webhook, failurePolicy Fail for pods with annotation gpu-fraction or gpu-memory")
+        .doesNotContain("kube-scheduler registry");
+    assertThat(RenderedChart.notes(Options.defaults())).contains("is installed as \"hami\" in kube-system.\n\n  scheduler:   Deployment hami-scheduler (kube-scheduler registry");
     // Every replica answers.
     assertThat(RenderedChart.render(Options.kai().with("scheduler.replicas", "3")).get("Deployment", "hami-scheduler").path("spec").path("replicas").asInt()).isEqualTo(3);
   }
