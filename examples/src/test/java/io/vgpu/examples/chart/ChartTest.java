@@ -499,6 +499,13 @@ class ChartTest {
     assertThat(hook.path("reinvocationPolicy").asString()).isEqualTo("IfNeeded");
     assertThat(hook.path("rules").toString()).isEqualTo("[{\"operations\":[\"CREATE\"],\"apiGroups\":[\"\"],\"apiVersions\":[\"v1\"],\"resources\":[\"pods\"],\"scope\":\"*\"}]");
     assertThat(hook.path("matchConditions")).hasSize(1);
+    // A namespace labelled hami.io/webhook=ignore is no way around it (KAI would share its pods unisolated);
+    // the namespaces an administrator lists in the values are.
+    assertThat(hook.has("namespaceSelector")).isFalse();
+    JsonNode listed = RenderedChart.render(Options.kai().with("scheduler.admissionWebhook.whitelistNamespaces[0]", "kube-system"))
+        .get("MutatingWebhookConfiguration", "hami-webhook").path("webhooks").get(0);
+    assertThat(listed.path("namespaceSelector").toString())
+        .isEqualTo("{\"matchExpressions\":[{\"key\":\"kubernetes.io/metadata.name\",\"operator\":\"NotIn\",\"values\":[\"kube-system\"]}]}");
     String condition = hook.path("matchConditions").get(0).path("expression").asString();
     assertThat(matches(condition, withMetadata(pod("limits", "cpu", "1"), "annotations", "gpu-memory"))).isTrue();
     assertThat(matches(condition, withMetadata(pod("limits", "cpu", "1"), "annotations", "gpu-fraction"))).isTrue();
