@@ -529,6 +529,10 @@ class ChartTest {
         .contains("webhook:     hami-webhook, failurePolicy Fail for pods with annotation gpu-fraction or gpu-memory")
         .doesNotContain("kube-scheduler registry");
     assertThat(RenderedChart.notes(Options.defaults())).contains("is installed as \"hami\" in kube-system.\n\n  scheduler:   Deployment hami-scheduler (kube-scheduler registry");
+    // The webhook-only scheduler has no metrics to scrape; the node agent's are scraped as in the HAMi role.
+    RenderedChart prometheus = RenderedChart.render(Options.kai().with("prometheus.enabled", "true"));
+    assertThat(prometheus.all("ServiceMonitor")).hasSize(1);
+    assertThat(prometheus.all("ServiceMonitor").get(0).template()).startsWith("device-plugin/");
     // Every replica answers.
     assertThat(RenderedChart.render(Options.kai().with("scheduler.replicas", "3")).get("Deployment", "hami-scheduler").path("spec").path("replicas").asInt()).isEqualTo(3);
   }
