@@ -275,4 +275,23 @@ class NvidiaContainerContractTest {
     assertThatThrownBy(() -> ContractSettings.DEFAULT.withGpuCorePolicy("always")).hasMessage("gpuCorePolicy 'always' is not one of default, force, disable");
     assertThatThrownBy(() -> ContractSettings.DEFAULT.withHookPath("usr/local")).hasMessage("hook path 'usr/local' must be an absolute path without a trailing slash");
   }
+
+  @Test
+  void aKaiFractionContainersGrantFileNamesItsCardsAndTheirLimits() {
+    NvidiaContainerContract contract = new NvidiaContainerContract(ContractSettings.DEFAULT.withHookPath("/opt/hook"));
+    String file = contract.kaiLimitsFile(POD, UID, "main", List.of(gpu(GPU0, 20889, 0), gpu(GPU1, 20889, 0)));
+    assertThat(file)
+        .isEqualTo(
+            "# vgpu limits of pod ml/train container main\n"
+                + "# devices: " + GPU0 + "," + GPU1 + "\n"
+                + "VGPU_DEVICES=" + GPU0 + "," + GPU1 + "\n"
+                + "CUDA_DEVICE_MEMORY_LIMIT_0=20889m\n"
+                + "CUDA_DEVICE_MEMORY_LIMIT_1=20889m\n"
+                + "CUDA_DEVICE_SM_LIMIT=0\n"
+                + "CUDA_DEVICE_MEMORY_SHARED_CACHE=/opt/hook/vgpu/vgpu.cache\n"
+                + "LIBCUDA_LOG_LEVEL=1\n"
+                + "END\n");
+    assertThatThrownBy(() -> contract.kaiLimitsFile(POD, UID, "main", List.of())).hasMessage("pod ml/train container main: a KAI grant names at least one card");
+    assertThatThrownBy(() -> contract.kaiLimitsFile(POD, "..", "main", List.of(gpu(GPU0, 1, 0)))).hasMessage("pod UID '..' cannot name a directory");
+  }
 }
