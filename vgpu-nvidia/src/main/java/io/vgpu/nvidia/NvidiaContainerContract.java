@@ -136,6 +136,23 @@ public final class NvidiaContainerContract implements ContainerContract {
   }
 
   /**
+   * What a container holding whole cards receives, as NVIDIA's device plugin gives it (vgpu's node agent
+   * under KAI Scheduler, whose reservation and whole-card pods ask for {@code nvidia.com/gpu}): {@value
+   * #VISIBLE_DEVICES} naming the cards and, with device specs, their device nodes and the control
+   * devices. No interposer, no limits: the cards are the container's whole.
+   *
+   * @param uuids the cards kubelet chose, in its order
+   * @throws IllegalArgumentException when no card is given, or device specs are passed but a card's device nodes are unknown
+   */
+  public Allocation wholeCards(String where, List<String> uuids) {
+    if (uuids.isEmpty()) {
+      throw new IllegalArgumentException(where + ": no card to allocate");
+    }
+    List<DeviceGrant> devices = uuids.stream().map(u -> new DeviceGrant(u, "NVIDIA", 0, 0)).toList();
+    return new Allocation(Map.of(VISIBLE_DEVICES, String.join(",", uuids)), List.of(), deviceNodes(devices, where));
+  }
+
+  /**
    * The limits file of a KAI fraction container ({@link HookLayout#kaiLimitsFile}): the comment lines
    * of every limits file, then {@value #GRANTED_DEVICES} naming the cards, then the keys the HAMi path
    * writes for the same grant, computed without the container's environment (the tenant wrote it), and
