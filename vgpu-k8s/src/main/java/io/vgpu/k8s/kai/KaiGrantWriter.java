@@ -7,6 +7,7 @@ import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext;
 import io.vgpu.api.DeviceGrant;
 import io.vgpu.k8s.pod.PodRefs;
 import io.vgpu.k8s.server.HttpService;
@@ -60,6 +61,15 @@ public final class KaiGrantWriter {
   public static final String LABEL_MISMATCH_REASON = "KaiGpuMemoryLabelMismatch";
 
   private static final Logger LOG = LoggerFactory.getLogger(KaiGrantWriter.class);
+  /** KAI's BindRequest resource, named outright: no discovery round trip, and no dependency on it. */
+  static final ResourceDefinitionContext BIND_REQUESTS =
+      new ResourceDefinitionContext.Builder()
+          .withGroup(KaiKeys.BIND_REQUEST_API_VERSION.substring(0, KaiKeys.BIND_REQUEST_API_VERSION.indexOf('/')))
+          .withVersion(KaiKeys.BIND_REQUEST_API_VERSION.substring(KaiKeys.BIND_REQUEST_API_VERSION.indexOf('/') + 1))
+          .withKind("BindRequest")
+          .withPlural("bindrequests")
+          .withNamespaced(true)
+          .build();
   private static final Pattern MIB_VALUE = Pattern.compile("([0-9]{1,18})m");
 
   /** Where the writer records a Warning Event on a pod; best effort, never throws. */
@@ -253,7 +263,7 @@ public final class KaiGrantWriter {
 
     @Nullable GenericKubernetesResource bindRequest(Pod pod) {
       try {
-        return client.genericKubernetesResources(KaiKeys.BIND_REQUEST_API_VERSION, "BindRequest")
+        return client.genericKubernetesResources(BIND_REQUESTS)
             .inNamespace(pod.getMetadata().getNamespace())
             .withName(pod.getMetadata().getName())
             .get();
