@@ -282,7 +282,8 @@ public final class NodeAgent implements AutoCloseable {
               (uid, container) -> Path.of(layout.containerDirectory(uid, container), HookLayout.REGION_NAME),
               hostGpus(source),
               watchdog == null ? (uid, container, uuid) -> OptionalLong.empty() : watchdog::nvmlBytes,
-              clock));
+              clock,
+              () -> kaiGranted(b.kaiGrants)));
       InetSocketAddress address = HttpService.parseAddress("--metrics-bind-address", options.metricsBind());
       b.monitor = HttpService.builder(address).name("monitor").threads(2).route("GET", "/metrics", r -> metrics(registry)).start();
     }
@@ -329,6 +330,14 @@ public final class NodeAgent implements AutoCloseable {
     }
     LOG.info("vgpu node agent for {} serving {} in {}", options.nodeName(), config.schema().countResource(), options.pluginDirectory());
     return agent;
+  }
+
+  /** The KAI fraction containers holding a grant, for the monitor; none under vgpu's own stack. */
+  private static List<NodeMonitor.GrantedContainer> kaiGranted(@Nullable KaiGrantWriter writer) {
+    if (writer == null) {
+      return List.of();
+    }
+    return writer.granted().stream().map(g -> new NodeMonitor.GrantedContainer(g.pod(), g.container(), g.devices())).toList();
   }
 
   /** This node's cards present now, each with the MiB its driver reports. */

@@ -19,11 +19,14 @@ import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -70,6 +73,7 @@ public final class KaiGrantWriter {
           .withPlural("bindrequests")
           .withNamespaced(true)
           .build();
+  private static final Pattern LIMIT_LINE = Pattern.compile("CUDA_DEVICE_MEMORY_LIMIT_([0-9]{1,2})=([0-9]{1,18})m");
   private static final Pattern MIB_VALUE = Pattern.compile("([0-9]{1,18})m");
 
   /** Where the writer records a Warning Event on a pod; best effort, never throws. */
@@ -90,6 +94,27 @@ public final class KaiGrantWriter {
   private final Set<String> settled = new HashSet<>();
   /** {@code uid reason message} already recorded. */
   private final Set<String> recorded = new HashSet<>();
+  /** What each settled container holds, by {@code uid/container}. */
+  private final Map<String, Granted> granted = new ConcurrentHashMap<>();
+
+  /**
+   * A KAI fraction container holding a grant this agent wrote.
+   *
+   * @param pod its pod
+   * @param container its name
+   * @param devices its cards in ordinal order, each with its MiB
+   */
+  public record Granted(Pod pod, String container, List<DeviceGrant> devices) {
+    /** Copies. */
+    public Granted {
+      devices = List.copyOf(devices);
+    }
+  }
+
+  /** The KAI fraction containers on this node holding a grant, as of the last pass (for the node monitor). */
+  public List<Granted> granted() {
+    return List.copyOf(granted.values());
+  }
 
   /**
    * A writer for {@code node}.
@@ -139,6 +164,7 @@ public final class KaiGrantWriter {
       }
     }
     settled.removeIf(key -> !live.contains(key.substring(0, key.indexOf('/'))));
+    granted.keySet().removeIf(key -> !live.contains(key.substring(0, key.indexOf('/'))));
     recorded.removeIf(key -> !live.contains(key.substring(0, key.indexOf(' '))));
   }
 
@@ -172,6 +198,7 @@ public final class KaiGrantWriter {
     if (outcome instanceof KaiGrantDerivation.Refusal refusal) {
       if (kept) {
         settled.add(key);
+        readBack(limits).ifPresent(devices -> granted.put(key, new Granted(pod, container, devices)));
         LOG.warn("KAI grant of pod {} container {} cannot be derived again ({}): the limits file written earlier stands", PodRefs.of(pod), container, refusal.reason());
       } else if (!refusal.pending() || started(pod, container)) {
         unavailable(pod, "container " + container + ": " + refusal.reason());
@@ -186,6 +213,7 @@ public final class KaiGrantWriter {
     try {
       boolean written = HostPreparation.writeProtected(limits, contract.kaiLimitsFile(PodRefs.of(pod), uid, container, devices));
       settled.add(key);
+      granted.put(key, new Granted(pod, container, devices));
       if (written) {
         LOG.info("KAI grant of pod {} container {}: {} MiB on {} (portion {} of the {} MiB label), written to {}",
             PodRefs.of(pod), container, grant.mibPerCard(), grant.cards(), grant.portion(), grant.labelMiB(), limits);
@@ -225,6 +253,31 @@ public final class KaiGrantWriter {
       record(pod, LIMIT_MISMATCH_REASON, "container " + fraction.name() + ": ConfigMap " + pod.getMetadata().getNamespace() + "/" + name + " has "
           + KaiKeys.CUDA_DEVICE_MEMORY_LIMIT + "='" + value + "', vgpu granted " + granted + " MiB per card (" + grant.cards().size()
           + " card" + (grant.cards().size() == 1 ? "" : "s") + "); vgpu's grant stands");
+    }
+  }
+
+  /** The cards and sizes of a limits file this agent wrote ({@code VGPU_DEVICES}, {@code CUDA_DEVICE_MEMORY_LIMIT_<i>=<MiB>m}). */
+  static Optional<List<DeviceGrant>> readBack(Path limits) {
+    try {
+      List<String> cards = List.of();
+      Map<Integer, Long> mib = new HashMap<>();
+      for (String line : Files.readAllLines(limits)) {
+        if (line.startsWith(NvidiaContainerContract.GRANTED_DEVICES + "=")) {
+          cards = List.of(line.substring(NvidiaContainerContract.GRANTED_DEVICES.length() + 1).split(","));
+        }
+        Matcher m = LIMIT_LINE.matcher(line);
+        if (m.matches()) {
+          mib.put(Integer.parseInt(m.group(1)), Long.parseLong(m.group(2)));
+        }
+      }
+      List<DeviceGrant> out = new ArrayList<>();
+      for (int i = 0; i < cards.size(); i++) {
+        out.add(new DeviceGrant(cards.get(i), "NVIDIA", (int) Math.min(Integer.MAX_VALUE, mib.getOrDefault(i, 0L)), 0));
+      }
+      return out.isEmpty() ? Optional.empty() : Optional.of(out);
+    } catch (IOException | RuntimeException e) {
+      LOG.debug("reading back {}: {}", limits, e.getMessage());
+      return Optional.empty();
     }
   }
 

@@ -128,6 +128,8 @@ class KaiGrantWriterTest {
                 + "END\n");
     assertThat(mode(limits)).isEqualTo("r--r--r--");
     assertThat(mode(limits.getParent())).isEqualTo("rwxr-xr-x");
+    assertThat(writer.granted()).extracting(g -> g.container() + " " + g.devices())
+        .containsExactly("main [DeviceGrant[uuid=" + GPU1 + ", vendor=NVIDIA, memoryMiB=20889, cores=0]]");
     Thread.sleep(200);
     assertThat(events(pod, 1)).as("a ConfigMap that agrees is no Event").hasSize(1);
   }
@@ -195,8 +197,10 @@ class KaiGrantWriterTest {
     client.genericKubernetesResources(KaiGrantWriter.BIND_REQUESTS).inNamespace("team").withName("kept").delete();
     client.pods().resource(reservation).delete();
     running(pod);
-    writer().reconcile(); // another restart, KAI's objects gone: the grant stands, no Event
+    KaiGrantWriter restarted = writer();
+    restarted.reconcile(); // another restart, KAI's objects gone: the grant stands, no Event
     assertThat(Files.readString(limits)).isEqualTo(first);
+    assertThat(restarted.granted()).as("read back for the monitor").extracting(g -> g.devices().get(0).memoryMiB()).containsExactly(20889);
     Thread.sleep(300);
     assertThat(events(pod, 0)).isEmpty();
   }
