@@ -22,9 +22,9 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>Per card the grant is {@code int(label × portion)} MiB, computed as KAI's hamicore plugin computes
  * {@code CUDA_DEVICE_MEMORY_LIMIT}: the portion parsed from the BindRequest's {@code "%.2f"} string to
- * a double, multiplied by the label as a double, truncated. When the label says more than NVML reports
- * for the card, NVML's figure is used instead (a grant never exceeds the card) and the disagreement is
- * reported.
+ * a double, multiplied by the label as a double, truncated. When the label and what NVML reports for
+ * the card disagree, the smaller is used (a grant never exceeds the card, nor KAI's number) and the
+ * disagreement is reported.
  */
 public final class KaiGrantDerivation {
   /** A label value as KAI parses it: a decimal integer (KAI's {@code ParseInt}). */
@@ -46,7 +46,7 @@ public final class KaiGrantDerivation {
    * @param mibPerCard the MiB granted on each card, in the same order
    * @param portion the BindRequest's portion as written
    * @param labelMiB the raw node label
-   * @param labelDisagreement empty, or a sentence saying where the label exceeded NVML's figure
+   * @param labelDisagreement empty, or a sentence saying where the label and NVML's figure disagreed
    */
   public record Grant(List<String> cards, List<Long> mibPerCard, String portion, long labelMiB, String labelDisagreement) implements Outcome {
     /** Validates and copies. */
@@ -198,11 +198,11 @@ public final class KaiGrantDerivation {
     StringBuilder disagreement = new StringBuilder();
     for (String card : cards) {
       long nvml = nvmlMiB.get(card);
-      long base = label;
-      if (nvml < label) {
-        base = nvml;
+      long base = Math.min(label, nvml);
+      if (nvml != label) {
         disagreement.append(disagreement.isEmpty() ? "" : "; ").append(String.format(Locale.ROOT,
-            "node label %s=%d exceeds the %d MiB NVML reports for %s: the grant there is of %d MiB", KaiKeys.NODE_GPU_MEMORY_LABEL, label, nvml, card, nvml));
+            "node label %s=%d disagrees with the %d MiB NVML reports for %s: the grant there is a portion of the smaller, %d MiB",
+            KaiKeys.NODE_GPU_MEMORY_LABEL, label, nvml, card, base));
       }
       long mib = perCardMiB(base, portion);
       if (mib <= 0) {

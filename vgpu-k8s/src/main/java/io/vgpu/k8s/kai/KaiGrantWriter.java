@@ -49,8 +49,8 @@ import org.slf4j.LoggerFactory;
  * when the derivation now fails (KAI's objects may be gone by then): no container loses its limit
  * across a restart. The node agent removes the files of pods that are gone.
  *
- * <p>Two cross-checks, each a Warning Event, neither changing the grant: {@value #LABEL_MISMATCH_REASON}
- * when the node's label exceeds what NVML reports for a granted card (the grant uses NVML's figure), and
+ * <p>Two cross-checks, each a Warning Event: {@value #LABEL_MISMATCH_REASON} when the node's label and
+ * what NVML reports for a granted card disagree (the grant is a portion of the smaller), and
  * {@value #LIMIT_MISMATCH_REASON} when KAI's capabilities ConfigMap for the container carries a {@code
  * CUDA_DEVICE_MEMORY_LIMIT} other than the grant (vgpu's grant stands; the ConfigMap lies in the
  * tenant's namespace). Every Event is recorded once per pod, reason and message.
@@ -60,7 +60,7 @@ public final class KaiGrantWriter {
   public static final String UNAVAILABLE_REASON = "KaiGrantUnavailable";
   /** Event reason: KAI's capabilities ConfigMap disagrees with the grant vgpu wrote. */
   public static final String LIMIT_MISMATCH_REASON = "KaiLimitMismatch";
-  /** Event reason: the node's memory label exceeds what NVML reports for a granted card. */
+  /** Event reason: the node's memory label and what NVML reports for a granted card disagree. */
   public static final String LABEL_MISMATCH_REASON = "KaiGpuMemoryLabelMismatch";
 
   private static final Logger LOG = LoggerFactory.getLogger(KaiGrantWriter.class);
@@ -94,6 +94,8 @@ public final class KaiGrantWriter {
   private final Set<String> settled = new HashSet<>();
   /** {@code uid reason message} already recorded. */
   private final Set<String> recorded = new HashSet<>();
+  /** {@code uid line} of retried failures already logged. */
+  private final Set<String> warned = new HashSet<>();
   /** What each settled container holds, by {@code uid/container}. */
   private final Map<String, Granted> granted = new ConcurrentHashMap<>();
 
@@ -160,12 +162,13 @@ public final class KaiGrantWriter {
       try {
         reconcile(pod, uid, pass);
       } catch (RuntimeException e) {
-        LOG.warn("KAI grant of pod {}: {}", PodRefs.of(pod), HttpService.oneLine(String.valueOf(e.getMessage())));
+        warnOnce(uid, "KAI grant of pod " + PodRefs.of(pod) + ": " + HttpService.oneLine(String.valueOf(e.getMessage())) + " (retried)");
       }
     }
     settled.removeIf(key -> !live.contains(key.substring(0, key.indexOf('/'))));
     granted.keySet().removeIf(key -> !live.contains(key.substring(0, key.indexOf('/'))));
     recorded.removeIf(key -> !live.contains(key.substring(0, key.indexOf(' '))));
+    warned.removeIf(key -> !live.contains(key.substring(0, key.indexOf(' '))));
   }
 
   private void reconcile(Pod pod, String uid, Pass pass) {
@@ -184,14 +187,14 @@ public final class KaiGrantWriter {
       limits = Path.of(layout.kaiLimitsFile(uid, container));
       HostPreparation.shareDirectory(Path.of(layout.containerDirectory(uid, container)));
     } catch (IllegalArgumentException | IOException e) {
-      LOG.warn("KAI grant of pod {} container {}: {}", PodRefs.of(pod), container, e.getMessage());
+      warnOnce(uid, "KAI grant of pod " + PodRefs.of(pod) + " container " + container + ": " + e.getMessage() + " (retried)");
       return;
     }
     KaiGrantDerivation.Outcome outcome;
     try {
       outcome = KaiGrantDerivation.derive(pod, pass.bindRequest(pod), pass.reservationPods(), pass.memoryLabel(), node, cards.get());
     } catch (KubernetesClientException e) {
-      LOG.warn("KAI grant of pod {} container {}: reading KAI's objects: {} (retried)", PodRefs.of(pod), container, HttpService.oneLine(String.valueOf(e.getMessage())));
+      warnOnce(uid, "KAI grant of pod " + PodRefs.of(pod) + " container " + container + ": reading KAI's objects: " + HttpService.oneLine(String.valueOf(e.getMessage())) + " (retried)");
       return;
     }
     boolean kept = Files.exists(limits, LinkOption.NOFOLLOW_LINKS);
@@ -219,7 +222,7 @@ public final class KaiGrantWriter {
             PodRefs.of(pod), container, grant.mibPerCard(), grant.cards(), grant.portion(), grant.labelMiB(), limits);
       }
     } catch (IOException | IllegalArgumentException e) {
-      LOG.warn("KAI grant of pod {} container {}: writing {}: {} (retried)", PodRefs.of(pod), container, limits, e.getMessage());
+      warnOnce(uid, "KAI grant of pod " + PodRefs.of(pod) + " container " + container + ": writing " + limits + ": " + e.getMessage() + " (retried)");
       return;
     }
     if (!grant.labelDisagreement().isEmpty()) {
@@ -278,6 +281,13 @@ public final class KaiGrantWriter {
     } catch (IOException | RuntimeException e) {
       LOG.debug("reading back {}: {}", limits, e.getMessage());
       return Optional.empty();
+    }
+  }
+
+  /** Logs a retried failure once per pod and text: a pass every few seconds must not flood the log. */
+  private void warnOnce(String uid, String line) {
+    if (warned.add(uid + " " + line)) {
+      LOG.warn(line);
     }
   }
 

@@ -61,14 +61,21 @@ class KaiGrantDerivationTest {
   }
 
   @Test
-  void aLabelAboveWhatNvmlReportsGivesNvmlsFigureAndSaysSo() {
-    KaiGrantDerivation.Outcome outcome =
+  void aLabelThatDisagreesWithNvmlGivesThePortionOfTheSmallerAndSaysSo() {
+    KaiGrantDerivation.Outcome above =
         derive(bindRequest(POD, "0.50", 1, List.of(G0)), List.of(reservationPod(G0, NODE, GPU0)), "81920", Map.of(GPU0, 40960L));
-    assertThat(outcome)
+    assertThat(above)
         .isEqualTo(
             new KaiGrantDerivation.Grant(
                 List.of(GPU0), List.of(20480L), "0.50", 81920,
-                "node label nvidia.com/gpu.memory=81920 exceeds the 40960 MiB NVML reports for " + GPU0 + ": the grant there is of 40960 MiB"));
+                "node label nvidia.com/gpu.memory=81920 disagrees with the 40960 MiB NVML reports for " + GPU0 + ": the grant there is a portion of the smaller, 40960 MiB"));
+    KaiGrantDerivation.Outcome below =
+        derive(bindRequest(POD, "0.51", 1, List.of(G0)), List.of(reservationPod(G0, NODE, GPU0)), "40960", Map.of(GPU0, 40990L));
+    assertThat(below)
+        .isEqualTo(
+            new KaiGrantDerivation.Grant(
+                List.of(GPU0), List.of(20889L), "0.51", 40960,
+                "node label nvidia.com/gpu.memory=40960 disagrees with the 40990 MiB NVML reports for " + GPU0 + ": the grant there is a portion of the smaller, 40960 MiB"));
   }
 
   @Test

@@ -53,8 +53,12 @@ class KaiGrantWriterTest {
   }
 
   private KaiGrantWriter writer() {
+    return writer(Map.of(GPU0, 40960L, GPU1, 40960L));
+  }
+
+  private KaiGrantWriter writer(Map<String, Long> cards) {
     NvidiaContainerContract contract = new NvidiaContainerContract(ContractSettings.DEFAULT.withHookPath(hook.toString()).withLibCudaLogLevel(""));
-    return new KaiGrantWriter(client, NODE, layout, contract, () -> client.pods().inAnyNamespace().list().getItems(), () -> Map.of(GPU0, 40960L, GPU1, 40960L), recorder::warning);
+    return new KaiGrantWriter(client, NODE, layout, contract, () -> client.pods().inAnyNamespace().list().getItems(), () -> cards, recorder::warning);
   }
 
   private Pod create(Pod pod) {
@@ -218,5 +222,18 @@ class KaiGrantWriterTest {
         .edit(p -> new PodBuilder(p).editMetadata().addToAnnotations(KaiKeys.RESERVE_FOR_GPU_INDEX, GPU0).endMetadata().build());
     writer.reconcile();
     assertThat(Files.readString(Path.of(layout.kaiLimitsFile(pod.getMetadata().getUid(), "main")))).contains("VGPU_DEVICES=" + GPU0 + "\n");
+  }
+
+  @Test
+  void aLabelAboveWhatNvmlReportsIsReportedAndTheGrantIsAPortionOfNvmlsFigure() throws Exception {
+    Pod pod = create(KaiFixtures.sharedPod("small", "uid-8"));
+    bindRequest(pod, "0.51", 1, List.of(G0));
+    client.pods().resource(KaiFixtures.reservationPod(G0, NODE, GPU0)).create();
+    writer(Map.of(GPU0, 20000L)).reconcile();
+    assertThat(Files.readString(Path.of(layout.kaiLimitsFile(pod.getMetadata().getUid(), "main")))).contains("CUDA_DEVICE_MEMORY_LIMIT_0=10200m\n");
+    assertThat(events(pod, 1))
+        .containsExactly(
+            "KaiGpuMemoryLabelMismatch: container main: node label nvidia.com/gpu.memory=40960 disagrees with the 20000 MiB NVML reports for " + GPU0
+                + ": the grant there is a portion of the smaller, 20000 MiB");
   }
 }
