@@ -154,5 +154,14 @@ class WholeCardPluginTest {
       Thread.sleep(50);
     }
     assertThat((Integer) Files.getAttribute(region, "unix:mode") & 07777).isEqualTo(01777);
+
+    // Grant files live as long as their pod: a gone pod's are removed, a live pod's kept.
+    Path live = Files.createDirectories(hook.resolve("vgpu/kai/" + uid + "_main"));
+    Path gone = Files.createDirectories(hook.resolve("vgpu/kai/uid-gone_main"));
+    Files.writeString(live.resolve("limits"), "END\n");
+    Files.writeString(gone.resolve("limits"), "END\n");
+    agent.cleanUp();
+    assertThat(live.resolve("limits")).exists();
+    assertThat(gone).doesNotExist();
   }
 }
