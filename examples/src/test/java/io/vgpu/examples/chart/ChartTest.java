@@ -449,7 +449,7 @@ class ChartTest {
   @Test
   void inTheKaiRoleTheSchedulerServesOnlyTheWebhookAndTheNodeAgentRunsUnderKai() {
     RenderedChart chart = RenderedChart.kai();
-    assertRunnable(chart, Set.of("device-plugin"));
+    assertRunnable(chart);
     JsonNode pod = chart.get("Deployment", "hami-scheduler").path("spec").path("template").path("spec");
     assertThat(pod.path("containers")).hasSize(1);
     JsonNode scheduler = chart.container("Deployment", "hami-scheduler", "vgpu-scheduler-extender");
