@@ -24,6 +24,7 @@ import io.vgpu.examples.lab.components.SchedulerLaunch;
 import io.vgpu.examples.lab.kubelet.CgroupPlacement;
 import io.vgpu.examples.lab.kubelet.ClusterAccess;
 import io.vgpu.examples.lab.kubelet.NodePaths;
+import io.vgpu.examples.lab.kubelet.PodResourcesServer;
 import io.vgpu.examples.lab.kubelet.ContainerRuntime;
 import io.vgpu.examples.lab.kubelet.KubeletStandIn;
 import io.vgpu.examples.lab.kubelet.LabPodRunner;
@@ -75,6 +76,13 @@ public final class LabCluster implements AutoCloseable {
   private static final YAMLMapper YAML = YAMLMapper.builder().build();
   private static final String SCHEDULER = "scheduler";
   private static final String DRIVER_LIBRARIES = "driver";
+  private static final String POD_RESOURCES_FLAG = "--pod-resources-socket";
+  /**
+   * Whether this build's node agent takes {@code --pod-resources-socket} (a place the lab gives: its
+   * kubelet's socket); an agent without the flag gets none, rather than failing on an unknown option.
+   */
+  private static final boolean AGENT_READS_POD_RESOURCES =
+      new picocli.CommandLine(new io.vgpu.k8s.cli.DevicePluginCommand()).getCommandSpec().findOption(POD_RESOURCES_FLAG) != null;
 
   private final LabHome home;
   private final Scenario scenario;
@@ -172,7 +180,7 @@ public final class LabCluster implements AutoCloseable {
       Path plugins = workspace.socketDirectory("nodes/" + node.name() + "/device-plugins", "nvidia-gpu.sock");
       try {
         kubelets.put(node.name(), new KubeletStandIn(node.name(), plugins, client(UserInfo.node(node.name())), new LabPodRunner(node.name(), runtime, machine, probe, driverLibraries),
-            nodePaths(node.name()), workspace.directory("nodes/" + node.name() + "/pods"), access));
+            nodePaths(node.name()), workspace.directory("nodes/" + node.name() + "/pods"), access, podResourcesSocket(node.name())));
       } catch (IOException e) {
         throw new UnavailableException("cannot start the kubelet of node " + node.name() + ": " + e.getMessage());
       }
@@ -196,6 +204,9 @@ public final class LabCluster implements AutoCloseable {
       agentPlaces.put("--device-plugin-dir", workspace.root().resolve("nodes/" + node.name() + "/device-plugins").toString());
       agentPlaces.put("--hook-path", workspace.directory("nodes/" + node.name() + "/hook").toString());
       agentPlaces.put("--metrics-bind-address", "127.0.0.1:" + metrics);
+      if (AGENT_READS_POD_RESOURCES) {
+        agentPlaces.put(POD_RESOURCES_FLAG, podResourcesSocket(node.name()).toString());
+      }
       Map<String, String> env = new LinkedHashMap<>(deployment.devicePlugin().env());
       env.remove("HOOK_PATH"); // a place: given as --hook-path
       deployment.devicePlugin().fieldEnv().forEach((k, field) -> env.put(k, field.equals("spec.nodeName") ? node.name() : ""));
@@ -233,6 +244,11 @@ public final class LabCluster implements AutoCloseable {
    * Where a node's paths lie: the node agent's hook directory where {@code --hook-path} puts it (the
    * chart's {@code HOOK_PATH}{@code /vgpu} on the node), everything else under the node's own root.
    */
+  /** Where a node's kubelet serves its PodResources API (kubelet's {@code /var/lib/kubelet/pod-resources/kubelet.sock}). */
+  private Path podResourcesSocket(String node) {
+    return workspace.socketDirectory("nodes/" + node + "/pod-resources", PodResourcesServer.SOCKET).resolve(PodResourcesServer.SOCKET);
+  }
+
   private NodePaths nodePaths(String node) {
     String hook = deployment.devicePlugin().env().getOrDefault("HOOK_PATH", "/usr/local");
     return new NodePaths(workspace.directory("nodes/" + node + "/root"),

@@ -41,7 +41,8 @@ import tools.jackson.databind.node.ObjectNode;
  * node's capacity, and runs the pods bound to its node — device allocation through the plugin
  * (GetPreferredAllocation, Allocate, PreStartContainer), then each container as a process of the lab's
  * {@link ContainerRuntime}, with pod status and container statuses kept up to date and the pod's
- * restart policy honoured.
+ * restart policy honoured. It also serves kubelet's PodResources API ({@link PodResourcesServer}) on the
+ * node's pod-resources socket.
  */
 public final class KubeletStandIn implements AutoCloseable {
   /** The node's and every pod's address in the lab: loopback. */
@@ -66,6 +67,7 @@ public final class KubeletStandIn implements AutoCloseable {
   private final NodePaths paths;
   private final ClusterAccess access;
   private final Path podsDirectory;
+  private final PodResourcesServer podResources;
   private volatile int registrations;
   private volatile Map<String, Integer> reportedCapacity = Map.of();
 
@@ -76,9 +78,10 @@ public final class KubeletStandIn implements AutoCloseable {
    * @param paths where the node's paths lie in the lab
    * @param podsDirectory kubelet's pods directory on the node, where each pod's volumes are made
    * @param access how pods reach the API server
+   * @param podResourcesSocket where kubelet serves its PodResources API
    */
-  public KubeletStandIn(String node, Path pluginDirectory, KubernetesClient client, PodRunner runner, NodePaths paths, Path podsDirectory, ClusterAccess access)
-      throws IOException {
+  public KubeletStandIn(String node, Path pluginDirectory, KubernetesClient client, PodRunner runner, NodePaths paths, Path podsDirectory, ClusterAccess access,
+      Path podResourcesSocket) throws IOException {
     this.node = node;
     this.paths = paths;
     this.podsDirectory = podsDirectory;
@@ -95,6 +98,7 @@ public final class KubeletStandIn implements AutoCloseable {
         executor.execute(() -> connect(request));
       }
     });
+    this.podResources = new PodResourcesServer(podResourcesSocket, () -> PodResourcesServer.of(workers.values()), this::allocatableDevices);
     // ConfigMaps before pods, so a pod's first start finds the ones that exist
     this.configMaps = client.configMaps().inAnyNamespace().inform(new ResourceEventHandler<>() {
       @Override
@@ -340,6 +344,17 @@ public final class KubeletStandIn implements AutoCloseable {
     return Set.copyOf(plugins.keySet());
   }
 
+  /** The healthy devices of every plugin resource, as PodResources' GetAllocatableResources lists them. */
+  private Map<String, List<String>> allocatableDevices() {
+    Map<String, List<String>> out = new LinkedHashMap<>();
+    plugins.forEach((resource, plugin) -> {
+      if (plugin.serving()) {
+        out.put(resource, plugin.devices().entrySet().stream().filter(Map.Entry::getValue).map(Map.Entry::getKey).toList());
+      }
+    });
+    return out;
+  }
+
   /** Gives devices back when their pod is gone. */
   void release(Collection<String> ids) {
     allocated.removeAll(new HashSet<>(ids));
@@ -358,6 +373,7 @@ public final class KubeletStandIn implements AutoCloseable {
     all.parallelStream().forEach(PodWorker::delete);
     executor.shutdownNow();
     registration.shutdownNow();
+    podResources.close();
     plugins.values().forEach(DevicePluginClient::close);
   }
 
