@@ -13,8 +13,8 @@ import java.util.function.Supplier;
 
 /**
  * How a pod's container becomes a process on one lab node: the image {@code vgpu-lab/probe} runs the
- * probe with the container's args as its ops; any other image runs a process that only holds what it
- * was granted. The environment is the container's own as kubelet resolved it ({@link
+ * probe with the container's args as its ops; an image a stand-in registered ({@link ImageProgram})
+ * runs its program; any other image runs a process that only holds what it was granted. The environment is the container's own as kubelet resolved it ({@link
  * ContainerEnvironment}), then what the device plugin allocated; the node's default runtime is NVIDIA's, which gives
  * the node's driver libraries and the GPUs {@code NVIDIA_VISIBLE_DEVICES} names to any container that
  * sets it ({@link NvidiaRuntime}, which also says whose value counts when both set it), unless the
@@ -30,6 +30,22 @@ public final class LabPodRunner implements KubeletStandIn.PodRunner {
   private final MockMachine machine;
   private final Supplier<Path> probe;
   private final Map<String, String> driverLibraries;
+  private final Map<String, ImageProgram> images;
+
+  /**
+   * What a container of an image runs in the lab, which has no images: the program that plays it.
+   * The lab's stand-ins register theirs (KAI's resource-reservation image, for one).
+   */
+  @FunctionalInterface
+  public interface ImageProgram {
+    /**
+     * The container's command line.
+     *
+     * @param container the container's spec
+     * @param env the container's environment as kubelet resolved it (for {@code $(VAR)} in args)
+     */
+    List<String> command(Container container, Map<String, String> env);
+  }
 
   /**
    * A runner for one node.
@@ -38,11 +54,27 @@ public final class LabPodRunner implements KubeletStandIn.PodRunner {
    * @param driverLibraries the mock driver's libraries by the file name a container loads
    */
   public LabPodRunner(String node, ContainerRuntime runtime, MockMachine machine, Supplier<Path> probe, Map<String, String> driverLibraries) {
+    this(node, runtime, machine, probe, driverLibraries, Map.of());
+  }
+
+  /**
+   * A runner for one node that plays more images than the probe.
+   *
+   * @param images the program of each image, by image name (any tag or digest of it matches)
+   */
+  public LabPodRunner(String node, ContainerRuntime runtime, MockMachine machine, Supplier<Path> probe, Map<String, String> driverLibraries,
+      Map<String, ImageProgram> images) {
     this.node = node;
     this.runtime = runtime;
     this.machine = machine;
     this.probe = probe;
     this.driverLibraries = Map.copyOf(driverLibraries);
+    this.images = Map.copyOf(images);
+  }
+
+  /** The node this runner starts containers on. */
+  public String node() {
+    return node;
   }
 
   @Override
@@ -65,7 +97,10 @@ public final class LabPodRunner implements KubeletStandIn.PodRunner {
       driver = Optional.of(new ContainerSpec.DriverView(driverLibraries, driverEnv));
     }
     List<String> command = new ArrayList<>();
-    if (isProbe(container.getImage())) {
+    Optional<ImageProgram> program = images.entrySet().stream().filter(e -> isImage(container.getImage(), e.getKey())).map(Map.Entry::getValue).findFirst();
+    if (program.isPresent()) {
+      command.addAll(program.get().command(container, launch.env()));
+    } else if (isProbe(container.getImage())) {
       command.add(probe.get().toString());
       // kubelet expands $(VAR) in args from the container's environment
       Optional.ofNullable(container.getArgs()).orElse(List.of()).forEach(a -> command.add(EnvExpansion.expand(a, launch.env())));
@@ -80,7 +115,12 @@ public final class LabPodRunner implements KubeletStandIn.PodRunner {
 
   /** Whether an image reference names the probe (any tag or digest). */
   public static boolean isProbe(String image) {
-    return image != null && (image.equals(PROBE_IMAGE) || image.startsWith(PROBE_IMAGE + ":") || image.startsWith(PROBE_IMAGE + "@"));
+    return isImage(image, PROBE_IMAGE);
+  }
+
+  /** Whether an image reference names {@code name} (any tag or digest). */
+  public static boolean isImage(String image, String name) {
+    return image != null && (image.equals(name) || image.startsWith(name + ":") || image.startsWith(name + "@"));
   }
 
   private static Container container(Pod pod, String name) {
