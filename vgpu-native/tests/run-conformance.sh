@@ -16,7 +16,7 @@ BIN=$TESTS/vgpu-conformance
 LIBVGPU=$NATIVE/libvgpu.so
 CC=${CC:-cc}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-conformance.XXXXXX")
-trap '[ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"; rm -rf "$TESTS/etc-vgpu-limits"' EXIT
+trap '[ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"; rm -rf "$TESTS/etc-vgpu"' EXIT
 
 passed=0
 failed=0
@@ -187,12 +187,16 @@ printf '# limits of this container\nCUDA_DEVICE_MEMORY_LIMIT = 512m\n\nCUDA_DEVI
     "$WORK/limits-file-beats-env/file-region" >"$WORK/limits-file-beats-env/limits"
 check limits-file-beats-env "$P" "VGPU_LIMITS_FILE=$WORK/limits-file-beats-env/limits" CUDA_DEVICE_MEMORY_LIMIT=4g \
     CUDA_DISABLE_CONTROL=true -- "$BIN" limits-file 536870912
-# libvgpu-syslimits.so is libvgpu.so built with its fixed path (/etc/vgpu/limits) moved to
-# $TESTS/etc-vgpu-limits: when that file exists, VGPU_LIMITS_FILE and the environment cannot override it.
-printf 'CUDA_DEVICE_MEMORY_LIMIT=256m\nEND\n' >"$TESTS/etc-vgpu-limits"
+# libvgpu-syslimits.so is libvgpu.so built with its fixed directory (/etc/vgpu) moved to $TESTS/etc-vgpu:
+# when $TESTS/etc-vgpu/limits exists, VGPU_LIMITS_FILE and the environment cannot override it. (While
+# $TESTS/etc-vgpu exists without the file, its CUDA and NVML processes wait for their grant.)
+SYSDIR=$TESTS/etc-vgpu
+rm -rf "$SYSDIR"
+mkdir -p "$SYSDIR"
+printf 'CUDA_DEVICE_MEMORY_LIMIT=256m\nEND\n' >"$SYSDIR/limits"
 check system-limits-file-wins "LD_PRELOAD=$TESTS/libvgpu-syslimits.so" \
     "VGPU_LIMITS_FILE=$WORK/limits-file-beats-env/limits" CUDA_DEVICE_MEMORY_LIMIT=4g -- "$BIN" limits-file 268435456
-rm -f "$TESTS/etc-vgpu-limits"
+rm -rf "$SYSDIR"
 # A shell that lost the container's environment: no limit variable at all, only the limits file, which
 # gives two devices different memory and compute limits and sets the policy and priority.
 mkdir -p "$WORK/limits-file-without-env"
@@ -206,10 +210,35 @@ check limits-file-without-env "$P" VGPU_MOCK_CONFIG=A100-SXM4-40GB:2 \
 # Limits files that are not complete (a directory, empty, cut short, unreadable) fail cuInit; the
 # environment's 4g must never stand in for them.
 check limits-file-refused "$P" CUDA_DEVICE_MEMORY_LIMIT=4g -- "$BIN" limits-file-refused named
-mkdir -p "$TESTS/etc-vgpu-limits"
+mkdir -p "$SYSDIR/limits"
 check system-limits-file-refused "LD_PRELOAD=$TESTS/libvgpu-syslimits.so" CUDA_DEVICE_MEMORY_LIMIT=4g -- \
-    "$BIN" limits-file-refused "$TESTS/etc-vgpu-limits"
-rmdir "$TESTS/etc-vgpu-limits"
+    "$BIN" limits-file-refused "$SYSDIR/limits"
+rm -rf "$SYSDIR"
+
+# ---- a KAI fraction container: cards granted by UUID, the wait for the grant, HAMi-core's env contract --
+
+U=GPU-12345678-1234-1234-1234-1234567800 # the mock's UUIDs: $U00 is physical GPU 0
+mkdir -p "$WORK/devices-by-uuid" "$WORK/devices-unlisted-refused"
+printf '%s\n' "# devices: ${U}00,${U}02" "VGPU_DEVICES=${U}00, ${U}02" CUDA_DEVICE_MEMORY_LIMIT_0=1024m \
+    CUDA_DEVICE_MEMORY_LIMIT_1=2048m "CUDA_DEVICE_MEMORY_SHARED_CACHE=$WORK/devices-by-uuid/file-region" END \
+    >"$WORK/devices-by-uuid/limits"
+check devices-by-uuid "$P" VGPU_MOCK_CONFIG=A100-SXM4-40GB:3 VGPU_MOCK_VISIBLE_DEVICES=2,0 \
+    "VGPU_LIMITS_FILE=$WORK/devices-by-uuid/limits" CUDA_DEVICE_MEMORY_LIMIT=4g "VGPU_DEVICES=${U}02,${U}00" -- \
+    "$BIN" devices-by-uuid "$WORK/devices-by-uuid/limits"
+printf '%s\n' "VGPU_DEVICES=${U}00" CUDA_DEVICE_MEMORY_LIMIT=1024m \
+    "CUDA_DEVICE_MEMORY_SHARED_CACHE=$WORK/devices-unlisted-refused/file-region" END >"$WORK/devices-unlisted-refused/limits"
+check devices-unlisted-refused "$P" VGPU_MOCK_CONFIG=A100-SXM4-40GB:2 "VGPU_LIMITS_FILE=$WORK/devices-unlisted-refused/limits" \
+    "VGPU_DEVICES=${U}00,${U}01" -- "$BIN" devices-unlisted-refused "$WORK/devices-unlisted-refused/limits"
+check devices-malformed "$P" VGPU_MOCK_CONFIG=A100-SXM4-40GB:2 -- "$BIN" devices-malformed
+# The grant directory mounted, its file not written (yet): libvgpu-syslimits.so's $SYSDIR.
+rm -rf "$SYSDIR" && mkdir -p "$SYSDIR"
+check grant-wait-timeout "LD_PRELOAD=$TESTS/libvgpu-syslimits.so" VGPU_GRANT_WAIT_SECONDS=1 CUDA_DEVICE_MEMORY_LIMIT=4g \
+    "VGPU_LIMITS_FILE=$WORK/devices-by-uuid/limits" -- "$BIN" grant-wait-timeout "$SYSDIR"
+rm -rf "$SYSDIR" && mkdir -p "$SYSDIR"
+check grant-arrives-during-wait "LD_PRELOAD=$TESTS/libvgpu-syslimits.so" VGPU_MOCK_CONFIG=A100-SXM4-40GB:2 \
+    VGPU_GRANT_WAIT_SECONDS=soon CUDA_DEVICE_MEMORY_LIMIT=4g -- "$BIN" grant-arrives-during-wait "$SYSDIR"
+rm -rf "$SYSDIR"
+check env-contract-kai "$P" VGPU_MOCK_CONFIG=A100-SXM4-40GB:2 CUDA_DEVICE_MEMORY_LIMIT=20889m -- "$BIN" env-contract-kai
 
 # ---- what a process of the container can write ----------------------------------------------------
 

@@ -115,14 +115,24 @@ HAMi's scheduler.certManager.enabled is set or the cluster serves cert-manager.i
 {{- end -}}
 {{- end -}}
 
+{{/* vgpu as the isolation layer under KAI Scheduler (vgpu.kai.enabled): no extender, no kube-scheduler. */}}
+{{- define "vgpu.kai" -}}
+{{- if .Values.vgpu.kai.enabled -}}true{{- end -}}
+{{- end -}}
+
+{{/* kube-scheduler runs in the scheduler pod (never under KAI, which schedules itself). */}}
+{{- define "vgpu.kubeSchedulerSidecar" -}}
+{{- if and .Values.scheduler.kubeScheduler.enabled (not .Values.vgpu.kai.enabled) -}}true{{- end -}}
+{{- end -}}
+
 {{/* The extender runs in the scheduler pod beside kube-scheduler, on loopback. */}}
 {{- define "vgpu.extenderOnLoopback" -}}
-{{- if .Values.scheduler.kubeScheduler.enabled -}}true{{- end -}}
+{{- include "vgpu.kubeSchedulerSidecar" . -}}
 {{- end -}}
 
 {{/* Whether kube-scheduler's client certificate is required by the extender. */}}
 {{- define "vgpu.extenderClientCA" -}}
-{{- if .Values.vgpu.extender.requireClientCertificate -}}
+{{- if and .Values.vgpu.extender.requireClientCertificate (not .Values.vgpu.kai.enabled) -}}
 {{- if .Values.scheduler.kubeScheduler.enabled -}}pod{{- else if .Values.vgpu.extender.clientCASecret -}}secret{{- end -}}
 {{- end -}}
 {{- end -}}

@@ -1,7 +1,12 @@
 /* The limits of this container: HAMi-core's environment contract, or the read-only limits file that
  * overrides it. A value that cannot be read is an error, never "no limit"; so is a limits file that is
  * not complete: the node agent writes END as its last line, and a file without it (empty, cut short, a
- * directory, unreadable) names its path in the error. */
+ * directory, unreadable) names its path in the error.
+ *
+ * A limits file may grant cards by UUID (VGPU_DEVICES): its indexed keys then name positions in that
+ * list, not CUDA ordinals, because the tenant controls which cards are visible and in what order. A
+ * container whose grant directory is mounted but whose file the node agent has not written yet waits
+ * for it, bounded, and is refused when it never comes. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -16,9 +21,17 @@
 #include "vgpu/locks.h"
 #include "vgpu/vgpu.h"
 
-#ifndef VGPU_SYSTEM_LIMITS_FILE
-#define VGPU_SYSTEM_LIMITS_FILE "/etc/vgpu/limits"
+/* The test build moves the directory (the Makefile's libvgpu-syslimits.so). */
+#ifndef VGPU_SYSTEM_LIMITS_DIR
+#define VGPU_SYSTEM_LIMITS_DIR "/etc/vgpu"
 #endif
+#define VGPU_SYSTEM_LIMITS_FILE VGPU_SYSTEM_LIMITS_DIR "/limits"
+
+#define GRANT_WAIT_VARIABLE "VGPU_GRANT_WAIT_SECONDS"
+#define GRANT_WAIT_DEFAULT_SECONDS 30
+#define GRANT_WAIT_MAX_SECONDS 300
+#define GRANT_POLL_NS 100000000ULL /* 100 ms */
+#define DEVICES_KEY "VGPU_DEVICES"
 
 extern char **environ;
 
@@ -34,7 +47,8 @@ static const char *const INDEXED_KEYS[] = {"CUDA_DEVICE_MEMORY_LIMIT_", "CUDA_DE
 
 struct setting {
     char key[64];
-    char value[512];
+    char value[900]; /* VGPU_DEVICES: up to 16 UUIDs of 40 characters and their commas */
+    int line;        /* in a limits file; 0 for the environment */
 };
 
 struct settings {
@@ -69,7 +83,7 @@ static bool is_contract_key(const char *key) {
     return false;
 }
 
-static bool add_setting(struct settings *settings, const char *key, size_t key_length, const char *value) {
+static bool add_setting(struct settings *settings, const char *key, size_t key_length, const char *value, int line) {
     if (key_length >= sizeof settings->items[0].key || strlen(value) >= sizeof settings->items[0].value)
         return fail("%.*s is too long (from %s)", (int)key_length, key, settings->origin);
     for (int i = 0; i < settings->count; i++)
@@ -80,6 +94,7 @@ static bool add_setting(struct settings *settings, const char *key, size_t key_l
     memcpy(item->key, key, key_length);
     item->key[key_length] = '\0';
     vgpu_copy_string(item->value, value, sizeof item->value);
+    item->line = line;
     return true;
 }
 
@@ -100,8 +115,11 @@ static bool read_environment(struct settings *settings) {
     for (char **entry = environ; entry != NULL && *entry != NULL; entry++) {
         char key[96];
         const char *value = NULL;
-        if (limit_key_of(*entry, key, sizeof key, &value) && !add_setting(settings, key, strlen(key), value)) return false;
+        if (limit_key_of(*entry, key, sizeof key, &value) && !add_setting(settings, key, strlen(key), value, 0)) return false;
     }
+    /* Granting cards is the node agent's alone: from the environment (the pod spec, the tenant's) it
+     * would only ever be the tenant's own claim. */
+    if (getenv(DEVICES_KEY) != NULL) LOG_DEBUG("ignoring " DEVICES_KEY " from the environment: only a limits file grants devices");
     return true;
 }
 
@@ -159,8 +177,9 @@ static bool read_limits_file(const char *path, int fd, struct settings *settings
         if (equals == NULL) return fail("limits file %s line %d is not KEY=VALUE: \"%.80s\"", path, number, trimmed);
         *equals = '\0';
         char *key = vgpu_trim(trimmed), *value = vgpu_trim(equals + 1);
-        if (!is_contract_key(key)) return fail("limits file %s line %d: unknown key %.64s", path, number, key);
-        if (!add_setting(settings, key, strlen(key), value)) return false;
+        if (!is_contract_key(key) && strcmp(key, DEVICES_KEY) != 0)
+            return fail("limits file %s line %d: unknown key %.64s", path, number, key);
+        if (!add_setting(settings, key, strlen(key), value, number)) return false;
     }
     return true;
 }
@@ -183,6 +202,41 @@ static bool apply_sm_limit(const char *value, unsigned *limit) {
     return true;
 }
 
+/* VGPU_DEVICES=<uuid>[,<uuid>...]: the cards granted, in the order the indexed keys refer to. Every
+ * entry must be a GPU UUID, none twice, at most 16; an empty list grants nothing and is an error. */
+static bool apply_devices(const char *value, struct vgpu_config *config, const char *origin) {
+    char list[sizeof ((struct setting *)0)->value];
+    vgpu_copy_string(list, value, sizeof list);
+    int count = 0;
+    for (char *item = list;;) {
+        char *comma = strchr(item, ',');
+        if (comma != NULL) *comma = '\0';
+        char *uuid = vgpu_trim(item);
+        if (*uuid == '\0')
+            return fail(DEVICES_KEY "=%.200s (from %s): an empty entry (the value is a comma list of GPU UUIDs)", value, origin);
+        if (count == VGPU_MAX_DEVICES)
+            return fail(DEVICES_KEY "=%.200s (from %s): more than %d devices", value, origin, VGPU_MAX_DEVICES);
+        if (!vgpu_uuid_parse(uuid, config->granted[count]))
+            return fail(DEVICES_KEY "=%.200s (from %s): \"%.60s\" is not a GPU UUID such as "
+                        "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", value, origin, uuid);
+        for (int i = 0; i < count; i++)
+            if (memcmp(config->granted[i], config->granted[count], sizeof config->granted[i]) == 0)
+                return fail(DEVICES_KEY "=%.200s (from %s): %s is listed twice", value, origin, uuid);
+        count++;
+        if (comma == NULL) break;
+        item = comma + 1;
+    }
+    config->granted_count = count;
+    return true;
+}
+
+/* With VGPU_DEVICES an index names a position in that list: one past its end grants no card. */
+static bool granted_index(const struct vgpu_config *config, const char *key, const char *value, int index, const char *origin) {
+    if (config->granted_count == 0 || index < config->granted_count) return true;
+    return fail("%s=%s (from %s): " DEVICES_KEY " grants %d device(s), so the suffix must be 0-%d", key, value, origin,
+                config->granted_count, config->granted_count - 1);
+}
+
 /* Applies one setting; explicit per-device values override the all-device ones afterwards. */
 static bool apply(const struct setting *item, struct vgpu_config *config, bool *memory_set, bool *sm_set,
                   const char *origin) {
@@ -198,6 +252,7 @@ static bool apply(const struct setting *item, struct vgpu_config *config, bool *
     } else if (strncmp(key, "CUDA_DEVICE_MEMORY_LIMIT_", 25) == 0) {
         if (!parse_index(key, "CUDA_DEVICE_MEMORY_LIMIT_", &index))
             return fail("%s=%s (from %s): the suffix must be a device index 0-%d", key, value, origin, VGPU_MAX_DEVICES - 1);
+        if (!granted_index(config, key, value, index, origin)) return false;
         if (!vgpu_parse_size(value, &bytes)) goto bad_size;
         config->memory_limit[index] = bytes;
         memory_set[index] = true;
@@ -209,8 +264,11 @@ static bool apply(const struct setting *item, struct vgpu_config *config, bool *
     } else if (strncmp(key, "CUDA_DEVICE_SM_LIMIT_", 21) == 0) {
         if (!parse_index(key, "CUDA_DEVICE_SM_LIMIT_", &index))
             return fail("%s=%s (from %s): the suffix must be a device index 0-%d", key, value, origin, VGPU_MAX_DEVICES - 1);
+        if (!granted_index(config, key, value, index, origin)) return false;
         if (!apply_sm_limit(value, &config->sm_limit[index])) goto bad_percent;
         sm_set[index] = true;
+    } else if (strcmp(key, DEVICES_KEY) == 0) {
+        return apply_devices(value, config, origin);
     } else if (strcmp(key, "CUDA_DEVICE_MEMORY_SHARED_CACHE") == 0) {
         if (value[0] != '/') return fail("%s=%s (from %s): must be an absolute path", key, value, origin);
         vgpu_copy_string(config->region_path, value, sizeof config->region_path);
@@ -237,7 +295,15 @@ bad_percent:
     return fail("%s=%s (from %s): not a percentage 0-100", key, value, origin);
 }
 
-/* Indexed keys last, so that CUDA_DEVICE_MEMORY_LIMIT_<i> wins over CUDA_DEVICE_MEMORY_LIMIT. */
+/* Where a setting came from, for messages: "environment" or "limits file <path> line <n>". */
+static const char *origin_of(const struct settings *settings, const struct setting *item, char *buffer, size_t size) {
+    if (item->line == 0) return settings->origin;
+    snprintf(buffer, size, "%s line %d", settings->origin, item->line);
+    return buffer;
+}
+
+/* Indexed keys last, so that CUDA_DEVICE_MEMORY_LIMIT_<i> wins over CUDA_DEVICE_MEMORY_LIMIT (and is
+ * checked against VGPU_DEVICES, read in the first pass). */
 static bool build(const struct settings *settings, struct vgpu_config *config) {
     bool memory_set[VGPU_MAX_DEVICES] = {false}, sm_set[VGPU_MAX_DEVICES] = {false};
     for (int pass = 0; pass < 2; pass++) {
@@ -245,7 +311,9 @@ static bool build(const struct settings *settings, struct vgpu_config *config) {
             bool indexed = strncmp(settings->items[i].key, "CUDA_DEVICE_MEMORY_LIMIT_", 25) == 0 ||
                            strncmp(settings->items[i].key, "CUDA_DEVICE_SM_LIMIT_", 21) == 0;
             if (indexed != (pass == 1)) continue;
-            if (!apply(&settings->items[i], config, memory_set, sm_set, settings->origin)) return false;
+            char origin[sizeof settings->origin + 24];
+            if (!apply(&settings->items[i], config, memory_set, sm_set, origin_of(settings, &settings->items[i], origin, sizeof origin)))
+                return false;
         }
     }
     return true;
@@ -261,6 +329,52 @@ static void note_ignored_environment(const char *file) {
     }
 }
 
+/* True when the system limits file's directory exists: the webhook mounted the container's grant
+ * directory there. Opened, not stat-ed (stat needs a newer glibc than libvgpu may, glibc_versions.h). */
+static bool grant_directory_mounted(void) {
+    int fd = open(VGPU_SYSTEM_LIMITS_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return false;
+    close(fd);
+    return true;
+}
+
+/* VGPU_GRANT_WAIT_SECONDS from the environment: 0-300, larger values clamped, anything unreadable the
+ * default. The tenant may set it: it can only shorten or lengthen its own wait, never lift a limit. */
+static unsigned grant_wait_seconds(void) {
+    const char *text = getenv(GRANT_WAIT_VARIABLE);
+    uint64_t seconds = 0;
+    if (text == NULL) return GRANT_WAIT_DEFAULT_SECONDS;
+    if (!vgpu_parse_uint(text, UINT32_MAX, &seconds)) {
+        LOG_WARN(GRANT_WAIT_VARIABLE "=%.64s (from environment): not a whole number of seconds 0-%d; waiting the "
+                 "default %d s", text, GRANT_WAIT_MAX_SECONDS, GRANT_WAIT_DEFAULT_SECONDS);
+        return GRANT_WAIT_DEFAULT_SECONDS;
+    }
+    if (seconds > GRANT_WAIT_MAX_SECONDS) {
+        LOG_WARN(GRANT_WAIT_VARIABLE "=%.64s (from environment): above %d; waiting %d s", text, GRANT_WAIT_MAX_SECONDS,
+                 GRANT_WAIT_MAX_SECONDS);
+        return GRANT_WAIT_MAX_SECONDS;
+    }
+    return (unsigned)seconds;
+}
+
+/* Polls for the system limits file until it exists or the wait is over. true with *fd open (or -1 and
+ * errno other than ENOENT: the caller reports it as any unreadable file); false with the error set when
+ * it never appeared. */
+static bool wait_for_grant(int *fd) {
+    unsigned seconds = grant_wait_seconds();
+    uint64_t deadline = vgpu_now_ns() + (uint64_t)seconds * 1000000000ULL;
+    LOG_INFO("waiting up to %u s for %s (the node agent writes it once the pod is bound)", seconds, VGPU_SYSTEM_LIMITS_FILE);
+    for (;;) {
+        uint64_t now = vgpu_now_ns();
+        if (now >= deadline) break;
+        vgpu_sleep_ns(deadline - now < GRANT_POLL_NS ? deadline - now : GRANT_POLL_NS);
+        *fd = open_limits_file(VGPU_SYSTEM_LIMITS_FILE);
+        if (*fd >= 0 || errno != ENOENT) return true;
+    }
+    return fail("no grant: %s did not appear within %u s (the node agent writes it once the pod is bound; see the pod's "
+                "Events)", VGPU_SYSTEM_LIMITS_FILE, seconds);
+}
+
 static struct vgpu_config loaded;
 static const struct vgpu_config *result;
 VGPU_ONCE(load_once);
@@ -271,6 +385,12 @@ VGPU_ONCE(load_once);
 static bool choose_file(const char **file, int *fd) {
     *file = NULL;
     *fd = open_limits_file(VGPU_SYSTEM_LIMITS_FILE);
+    if (*fd < 0 && errno == ENOENT && grant_directory_mounted()) {
+        /* A vgpu container whose grant has not been written yet: neither VGPU_LIMITS_FILE nor the
+         * environment may stand in for it, so it is this file or nothing. */
+        *file = VGPU_SYSTEM_LIMITS_FILE;
+        if (!wait_for_grant(fd)) return false;
+    }
     if (*fd >= 0 || errno != ENOENT) {
         /* The system file wins: inside a vgpu container neither the environment nor VGPU_LIMITS_FILE can
          * redirect or lift limits. */
@@ -311,3 +431,13 @@ const struct vgpu_config *vgpu_config_get(void) {
 }
 
 const char *vgpu_config_error(void) { return error_line; }
+
+void vgpu_config_await_grant(void) {
+    if (grant_directory_mounted()) (void)vgpu_config_get();
+}
+
+int vgpu_config_grant_of(const struct vgpu_config *config, const unsigned char uuid[16]) {
+    for (int i = 0; i < config->granted_count; i++)
+        if (memcmp(config->granted[i], uuid, sizeof config->granted[i]) == 0) return i;
+    return -1;
+}

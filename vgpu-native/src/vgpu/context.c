@@ -160,20 +160,20 @@ done:
 
 static void charge_context_bytes(int ordinal, uint64_t bytes) {
     struct vgpu_region_slot *slot = vgpu_own_slot();
-    if (slot != NULL) atomic_fetch_add(&slot->devices[ordinal].context_bytes, bytes);
+    if (slot != NULL) atomic_fetch_add(&slot->devices[vgpu_region_entry(ordinal)].context_bytes, bytes);
 }
 
 static void release_context_bytes(int ordinal, uint64_t bytes) {
     vgpu_unreserve(ordinal, bytes);
     struct vgpu_region_slot *slot = vgpu_own_slot();
-    if (slot != NULL) atomic_fetch_sub(&slot->devices[ordinal].context_bytes, bytes);
+    if (slot != NULL) atomic_fetch_sub(&slot->devices[vgpu_region_entry(ordinal)].context_bytes, bytes);
 }
 
 /* The driver takes a context's memory before anyone can measure it, so an estimate is booked first
  * (without it, a context created while the container is at its limit would overshoot it) and settled
  * once measured. If even the estimate does not fit, nothing is booked and the measurement decides. */
 static uint64_t book_estimate(int ordinal) {
-    uint64_t estimate = atomic_load(&runtime.region->devices[ordinal].context_bytes); /* any process may write it */
+    uint64_t estimate = atomic_load(&runtime.region->devices[vgpu_region_entry(ordinal)].context_bytes); /* any process may write it */
     if (estimate == 0 || estimate > MAX_CONTEXT_BYTES) estimate = FIRST_CONTEXT_ESTIMATE;
     return vgpu_reserve_quietly(ordinal, estimate) ? estimate : 0;
 }
@@ -185,7 +185,7 @@ static bool settle_booking(int ordinal, uint64_t booked, uint64_t measured) {
         return false;
     }
     if (booked > measured) vgpu_unreserve(ordinal, booked - measured);
-    if (measured > 0) atomic_store(&runtime.region->devices[ordinal].context_bytes, measured);
+    if (measured > 0) atomic_store(&runtime.region->devices[vgpu_region_entry(ordinal)].context_bytes, measured);
     charge_context_bytes(ordinal, measured);
     LOG_DEBUG("new context on device %d took %llu bytes (%llu booked beforehand)", ordinal, (unsigned long long)measured,
               (unsigned long long)booked);
@@ -196,7 +196,17 @@ static bool settle_booking(int ordinal, uint64_t booked, uint64_t measured) {
 
 typedef CUresult (*context_factory)(void *arguments);
 
+/* A card VGPU_DEVICES does not grant is made unusable rather than hidden: hiding it would mean
+ * renumbering every CUdevice the driver API and NVML take or return, and any function missed would
+ * reach the card unlimited; every use of a card's memory or compute needs a context, and these hooks
+ * are where contexts come from (cuInit logged which cards are refused). */
+static CUresult refuse_device(int ordinal) {
+    LOG_DEBUG("context on refused CUDA device %d: %d", ordinal, (int)VGPU_DEVICE_REFUSED);
+    return VGPU_DEVICE_REFUSED;
+}
+
 static CUresult create_counted(int ordinal, CUcontext *pctx, context_factory create, void *arguments) {
+    if (vgpu_active() && vgpu_ordinal_refused(ordinal)) return refuse_device(ordinal);
     if (!vgpu_active() || pctx == NULL || !vgpu_ordinal_limited(ordinal)) return create(arguments);
     struct probe probe;
     probe_begin(ordinal, &probe);
@@ -313,6 +323,7 @@ static bool primary_active(CUdevice dev) {
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
     if (real.cuDevicePrimaryCtxRetain == NULL) return VGPU_CONFIG_REFUSED;
+    if (vgpu_active() && vgpu_ordinal_refused(dev)) return refuse_device(dev);
     if (!vgpu_active() || pctx == NULL || !vgpu_ordinal_limited(dev)) return real.cuDevicePrimaryCtxRetain(pctx, dev);
     pthread_mutex_lock(&primary_lock);
     CUresult result;

@@ -107,7 +107,7 @@ void vgpu_pace_hold(struct vgpu_pace *pace, int ordinal, uint64_t start) {
     uint64_t now = vgpu_now_ns();
     if (start <= now) return;
     atomic_fetch_add_explicit(&pace->waits, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&runtime.region->devices[ordinal].throttled_ns, start - now, memory_order_relaxed);
+    atomic_fetch_add_explicit(&runtime.region->devices[vgpu_region_entry(ordinal)].throttled_ns, start - now, memory_order_relaxed);
     vgpu_sleep_until_ns(start);
 }
 
@@ -243,7 +243,7 @@ static void steer(struct vgpu_pace *pace, int ordinal, double utilization, uint6
 
 /* The container's step, if this process takes its lease: at most one step per container and window. */
 static void step_container(int ordinal, struct controller_state *state, uint64_t now_us, uint64_t now_ns) {
-    struct vgpu_pace *pace = &runtime.region->devices[ordinal].pace;
+    struct vgpu_pace *pace = &runtime.region->devices[vgpu_region_entry(ordinal)].pace;
     uint64_t last = atomic_load(&pace->step_us);
     if (last != 0 && last <= now_us && now_us - last < STEP_MIN_US) return; /* another process stepped lately */
     if (!atomic_compare_exchange_strong(&pace->step_us, &last, now_us)) return;
@@ -262,7 +262,7 @@ static void step_container(int ordinal, struct controller_state *state, uint64_t
     }
     if (utilization < 0) return;
     state->blind_ticks = 0;
-    atomic_store(&runtime.region->devices[ordinal].sm_util_permille, (uint32_t)(utilization * 1000.0 + 0.5));
+    atomic_store(&runtime.region->devices[vgpu_region_entry(ordinal)].sm_util_permille, (uint32_t)(utilization * 1000.0 + 0.5));
     steer(pace, ordinal, utilization, (now_us - last) * 1000, now_ns, launched, waited);
 }
 
@@ -288,7 +288,7 @@ static void watch_own_share(int ordinal, struct controller_state *state, uint64_
     if (own < 0 && state->device_fallback) own = device_utilization(state->handle); /* conservative */
     if (own < 0) return;
     struct vgpu_region_slot *slot = vgpu_own_slot();
-    if (slot != NULL) atomic_store(&slot->devices[ordinal].sm_util_permille, (uint32_t)(own * 1000.0 + 0.5));
+    if (slot != NULL) atomic_store(&slot->devices[vgpu_region_entry(ordinal)].sm_util_permille, (uint32_t)(own * 1000.0 + 0.5));
     if (atomic_load(&vgpu_private_devices) & (1U << ordinal)) {
         struct vgpu_pace *pace = &vgpu_private_paces[ordinal];
         uint64_t units = atomic_load(&pace->units), waits = atomic_load(&pace->waits);
@@ -298,7 +298,7 @@ static void watch_own_share(int ordinal, struct controller_state *state, uint64_
         return;
     }
     const char *why = NULL;
-    double budget = load_budget(&runtime.region->devices[ordinal].pace);
+    double budget = load_budget(&runtime.region->devices[vgpu_region_entry(ordinal)].pace);
     if (!vgpu_region_intact(runtime.region)) why = "its header was overwritten";
     else if (!budget_sane(budget)) why = "its budget is not one a controller wrote";
     else if (budget == 0 && state->last_budget > 0) why = "its budget was reset";
@@ -332,10 +332,12 @@ static void record_kernel_activity(uint64_t wall_ns) {
     if (!atomic_exchange_explicit(&runtime.launched, 0, memory_order_relaxed)) return;
     struct vgpu_region_slot *slot = atomic_load(&runtime.slot);
     for (int ordinal = 0; slot != NULL && ordinal < runtime.device_count; ordinal++) {
-        if (atomic_load(&slot->devices[ordinal].context_bytes) == 0 && atomic_load(&slot->devices[ordinal].memory_used) == 0)
+        if (vgpu_ordinal_refused(ordinal)) continue;
+        int entry = vgpu_region_entry(ordinal);
+        if (atomic_load(&slot->devices[entry].context_bytes) == 0 && atomic_load(&slot->devices[entry].memory_used) == 0)
             continue;
-        atomic_store(&slot->devices[ordinal].last_kernel_ns, wall_ns);
-        atomic_store(&runtime.region->devices[ordinal].last_kernel_ns, wall_ns);
+        atomic_store(&slot->devices[entry].last_kernel_ns, wall_ns);
+        atomic_store(&runtime.region->devices[entry].last_kernel_ns, wall_ns);
     }
 }
 

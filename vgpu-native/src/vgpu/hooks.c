@@ -37,7 +37,7 @@ static const struct hook HOOKS[] = {
     HOOK(cuGraphInstantiate) HOOK(cuGraphInstantiate_v2) HOOK(cuGraphInstantiateWithFlags)
     HOOK(cuGraphInstantiateWithParams) HOOK(cuGraphInstantiateWithParams_ptsz) HOOK(cuGraphUpload) HOOK(cuGraphUpload_ptsz)
     HOOK(cuGraphLaunch) HOOK(cuGraphLaunch_ptsz) HOOK(cuGraphExecDestroy) HOOK(cuDeviceGraphMemTrim)
-    HOOK(nvmlDeviceGetMemoryInfo) HOOK(nvmlDeviceGetMemoryInfo_v2)
+    HOOK(nvmlDeviceGetMemoryInfo) HOOK(nvmlDeviceGetMemoryInfo_v2) HOOK(nvmlInit) HOOK(nvmlInit_v2) HOOK(nvmlInitWithFlags)
 };
 #undef HOOK
 

@@ -79,11 +79,15 @@ static void report_corrupt(int ordinal) {
     else
         LOG_ERROR("shared region %s is corrupt (device %d: %llu bytes in use, above the limit of %llu); refusing every "
                   "allocation", runtime.config->region_path, ordinal,
-                  (unsigned long long)atomic_load(&region->devices[ordinal].memory_used),
+                  (unsigned long long)atomic_load(&region->devices[vgpu_region_entry(ordinal)].memory_used),
                   (unsigned long long)runtime.devices[ordinal].memory_limit);
 }
 
 static bool reserve(int ordinal, uint64_t bytes, bool reap_and_report) {
+    if (vgpu_ordinal_refused(ordinal)) { /* no context can exist there; this is the second lock */
+        if (reap_and_report) LOG_INFO("device %d is refused (not among VGPU_DEVICES): no memory on it", ordinal);
+        return false;
+    }
     if (!vgpu_ordinal_limited(ordinal)) return true; /* beyond the 16 devices the contract can name */
     uint64_t limit = runtime.devices[ordinal].memory_limit;
     struct vgpu_region_slot *slot = vgpu_own_slot();
@@ -95,11 +99,11 @@ static bool reserve(int ordinal, uint64_t bytes, bool reap_and_report) {
         return false;
     }
     enum vgpu_charge charge = vgpu_region_intact(runtime.region)
-                                  ? vgpu_region_charge(runtime.region, slot, ordinal, bytes, limit)
+                                  ? vgpu_region_charge(runtime.region, slot, vgpu_region_entry(ordinal), bytes, limit)
                                   : VGPU_CORRUPT;
     /* Before saying no, return what killed processes still hold. */
     if (charge == VGPU_OVER_LIMIT && reap_and_report && vgpu_region_reap(runtime.region) > 0)
-        charge = vgpu_region_charge(runtime.region, slot, ordinal, bytes, limit);
+        charge = vgpu_region_charge(runtime.region, slot, vgpu_region_entry(ordinal), bytes, limit);
     if (charge == VGPU_CHARGED) return true;
     atomic_fetch_sub_explicit(&booked[ordinal], bytes, memory_order_relaxed);
     if (!reap_and_report) return false;
@@ -107,7 +111,7 @@ static bool reserve(int ordinal, uint64_t bytes, bool reap_and_report) {
     else
         LOG_INFO("device %d: %llu more bytes would exceed the limit of %llu (in use: %llu)", ordinal,
                  (unsigned long long)bytes, (unsigned long long)limit,
-                 (unsigned long long)atomic_load(&runtime.region->devices[ordinal].memory_used));
+                 (unsigned long long)atomic_load(&runtime.region->devices[vgpu_region_entry(ordinal)].memory_used));
     return false;
 }
 
@@ -118,9 +122,9 @@ bool vgpu_reserve(int ordinal, uint64_t bytes) {
 bool vgpu_reserve_quietly(int ordinal, uint64_t bytes) { return reserve(ordinal, bytes, false); }
 
 void vgpu_unreserve(int ordinal, uint64_t bytes) {
-    if (!vgpu_ordinal_limited(ordinal) || bytes == 0) return;
+    if (!vgpu_ordinal_limited(ordinal) || bytes == 0 || vgpu_ordinal_refused(ordinal)) return; /* nothing booked there */
     struct vgpu_region_slot *slot = atomic_load_explicit(&runtime.slot, memory_order_relaxed);
-    if (slot != NULL) vgpu_region_uncharge(runtime.region, slot, ordinal, bytes);
+    if (slot != NULL) vgpu_region_uncharge(runtime.region, slot, vgpu_region_entry(ordinal), bytes);
     atomic_fetch_sub_explicit(&booked[ordinal], bytes, memory_order_relaxed);
 }
 
@@ -128,7 +132,7 @@ uint64_t vgpu_usage_view(int ordinal, uint64_t limit) {
     settle_pending_frees();
     const struct vgpu_region *region = runtime.region;
     if (!vgpu_region_intact(region)) return UINT64_MAX;
-    uint64_t shared = atomic_load_explicit(&region->devices[ordinal].memory_used, memory_order_relaxed);
+    uint64_t shared = atomic_load_explicit(&region->devices[vgpu_region_entry(ordinal)].memory_used, memory_order_relaxed);
     uint64_t own = atomic_load_explicit(&booked[ordinal], memory_order_relaxed);
     if (limit != 0 && shared > limit) return UINT64_MAX;
     return shared > own ? shared : own;
@@ -521,6 +525,9 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CU
     if (real.cuMemCreate == NULL) return VGPU_CONFIG_REFUSED;
     /* The device comes from the properties, never from the calling thread's context (worker threads
      * of NCCL and others call this without one). Host locations are not device memory. */
+    if (vgpu_active() && prop != NULL && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
+        vgpu_ordinal_refused(prop->location.id))
+        return CUDA_ERROR_OUT_OF_MEMORY;
     if (!vgpu_active() || handle == NULL || prop == NULL || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
         prop->location.id < 0 || prop->location.id >= runtime.device_count)
         return real.cuMemCreate(handle, size, prop, flags);
@@ -670,9 +677,13 @@ CUresult cuMemGetInfo_v2(size_t *free, size_t *total) {
         return result;
     }
     int ordinal = 0;
-    uint64_t limit = (vgpu_current_ordinal(&ordinal) == CUDA_SUCCESS && vgpu_ordinal_limited(ordinal))
-                         ? runtime.devices[ordinal].memory_limit
-                         : 0;
+    bool known = vgpu_current_ordinal(&ordinal) == CUDA_SUCCESS;
+    if (known && vgpu_ordinal_refused(ordinal)) { /* a refused card has no memory for this container */
+        if (free != NULL) *free = 0;
+        if (total != NULL) *total = 0;
+        return CUDA_SUCCESS;
+    }
+    uint64_t limit = (known && vgpu_ordinal_limited(ordinal)) ? runtime.devices[ordinal].memory_limit : 0;
     if (limit == 0) {
         if (free != NULL) *free = driver_free;
         if (total != NULL) *total = driver_total;
@@ -693,7 +704,11 @@ CUresult cuMemGetInfo_v2(size_t *free, size_t *total) {
 CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
     if (real.cuDeviceTotalMem_v2 == NULL) return VGPU_CONFIG_REFUSED;
     CUresult result = real.cuDeviceTotalMem_v2(bytes, dev);
-    if (result != CUDA_SUCCESS || !vgpu_active() || !vgpu_ordinal_limited(dev)) return result;
+    if (result != CUDA_SUCCESS || !vgpu_active()) return result;
+    /* A refused card reads as one without memory rather than as an error: the CUDA runtime queries
+     * every visible card when it starts, and must still start for the granted ones. */
+    if (vgpu_ordinal_refused(dev)) *bytes = 0;
+    if (!vgpu_ordinal_limited(dev)) return result;
     uint64_t limit = runtime.devices[dev].memory_limit;
     if (limit != 0 && (runtime.config->oversubscribe || limit < *bytes)) *bytes = (size_t)limit;
     return CUDA_SUCCESS;

@@ -5,6 +5,7 @@
  * the UUIDs CUDA processes published in the shared region, else by applying CUDA_VISIBLE_DEVICES to
  * NVML's own enumeration. nvmlDeviceGetIndex is never used: it names physical GPUs, which differ from
  * the container's ordinals as soon as a runtime exposes a subset of the GPUs. */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,35 +109,72 @@ nvmlDevice_t vgpu_nvml_handle_of(int ordinal) {
     return real.nvmlDeviceGetHandleByUUID(uuid, &handle) == NVML_SUCCESS ? handle : NULL;
 }
 
-/* The container's view of one device, or false when the real numbers stand. *refused is set when the
- * limits are malformed or the region cannot be read: then nothing trustworthy can be reported. */
-static bool container_view(nvmlDevice_t device, uint64_t device_total, uint64_t *total, uint64_t *used, bool *refused) {
-    *refused = false;
+enum view { VIEW_DRIVER, VIEW_CONTAINER, VIEW_UNTRUSTWORTHY, VIEW_REFUSED };
+
+/* With VGPU_DEVICES the handle's own UUID names its grant, whatever order NVML enumerates the cards
+ * in. -1 for a card not granted, and for one whose UUID cannot be read (it cannot be shown granted). */
+static int grant_of_handle(const struct vgpu_config *config, nvmlDevice_t device, char *uuid, size_t size) {
+    unsigned char bytes[16];
+    if (real.nvmlDeviceGetUUID == NULL || real.nvmlDeviceGetUUID(device, uuid, (unsigned)size) != NVML_SUCCESS) {
+        vgpu_copy_string(uuid, "(UUID unreadable)", size);
+        return -1;
+    }
+    return vgpu_uuid_parse(uuid, bytes) ? vgpu_config_grant_of(config, bytes) : -1;
+}
+
+/* One line per refused card and process (nvidia-smi asks several times per card). */
+static void report_refused_handle(const struct vgpu_config *config, const char *uuid) {
+    static char reported[VGPU_MAX_DEVICES][NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+    static int reported_count;
+    pthread_mutex_lock(&handle_lock);
+    bool known = false;
+    for (int i = 0; i < reported_count && !known; i++) known = strcmp(reported[i], uuid) == 0;
+    if (!known && reported_count < VGPU_MAX_DEVICES) vgpu_copy_string(reported[reported_count++], uuid, sizeof reported[0]);
+    pthread_mutex_unlock(&handle_lock);
+    if (!known)
+        LOG_ERROR("NVML device %s is refused: it is not among VGPU_DEVICES of %s; its memory queries return "
+                  "NVML_ERROR_NO_PERMISSION", uuid, config->source);
+}
+
+/* The container's view of one device: VIEW_DRIVER when the real numbers stand, VIEW_UNTRUSTWORTHY when
+ * the limits are malformed or the region cannot be read (nothing trustworthy can be reported),
+ * VIEW_REFUSED for a card VGPU_DEVICES does not grant. */
+static enum view container_view(nvmlDevice_t device, uint64_t device_total, uint64_t *total, uint64_t *used) {
     const struct vgpu_config *config = vgpu_config_get();
     if (config == NULL) {
         static _Atomic int reported;
         if (!atomic_exchange(&reported, 1)) LOG_ERROR("NVML memory queries refused: %s", vgpu_config_error());
-        *refused = true;
-        return false;
+        return VIEW_UNTRUSTWORTHY;
     }
-    if (config->disable_control) return false;
+    if (config->disable_control) return VIEW_DRIVER;
     struct vgpu_region *region = vgpu_runtime_region();
-    if (region == NULL) {
-        *refused = true;
-        return false;
+    if (region == NULL) return VIEW_UNTRUSTWORTHY;
+    uint64_t limit = 0;
+    int entry = -1, ordinal = -1; /* the card's entry in the region; this process's CUDA ordinal of it, if any */
+    if (config->granted_count > 0) {
+        char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+        int grant = grant_of_handle(config, device, uuid, sizeof uuid);
+        if (grant < 0) {
+            report_refused_handle(config, uuid);
+            return VIEW_REFUSED;
+        }
+        limit = config->memory_limit[grant];
+        entry = grant; /* the region is indexed by place in VGPU_DEVICES too */
+        if (vgpu_active()) ordinal = ordinal_of_handle(device, region);
+    } else {
+        ordinal = entry = ordinal_of_handle(device, region);
+        if (ordinal < 0 || ordinal >= VGPU_REGION_DEVICES) return VIEW_DRIVER;
+        limit = config->memory_limit[ordinal]; /* the region's limit words are not trusted */
     }
-    int ordinal = ordinal_of_handle(device, region);
-    if (ordinal < 0 || ordinal >= VGPU_REGION_DEVICES) return false;
-    uint64_t limit = config->memory_limit[ordinal]; /* the region's limit words are not trusted */
-    if (limit == 0) return false;
+    if (limit == 0) return VIEW_DRIVER;
     *total = (config->oversubscribe || limit < device_total) ? limit : device_total;
-    if (vgpu_active()) {
+    if (vgpu_active() && ordinal >= 0) {
         *used = vgpu_usage_view(ordinal, limit);
     } else { /* NVML only: nothing booked here; a corrupt region reads as full */
-        uint64_t shared = atomic_load_explicit(&region->devices[ordinal].memory_used, memory_order_relaxed);
+        uint64_t shared = atomic_load_explicit(&region->devices[entry].memory_used, memory_order_relaxed);
         *used = vgpu_region_intact(region) && shared <= limit ? shared : UINT64_MAX;
     }
-    return true;
+    return VIEW_CONTAINER;
 }
 
 /* Rewrites the driver's numbers (already in *total, *used, *free_bytes) with the container's view.
@@ -144,9 +182,16 @@ static bool container_view(nvmlDevice_t device, uint64_t device_total, uint64_t 
 static nvmlReturn_t apply_view(nvmlDevice_t device, nvmlReturn_t result, unsigned long long *total,
                                unsigned long long *used, unsigned long long *free_bytes, unsigned long long *reserved) {
     uint64_t view_total = 0, view_used = 0;
-    bool refused = false;
     if (result != NVML_SUCCESS) return result;
-    if (!container_view(device, *total, &view_total, &view_used, &refused)) return refused ? NVML_ERROR_UNKNOWN : result;
+    switch (container_view(device, *total, &view_total, &view_used)) {
+    case VIEW_DRIVER: return result;
+    case VIEW_UNTRUSTWORTHY: return NVML_ERROR_UNKNOWN;
+    case VIEW_REFUSED: /* nothing of the card's real numbers is the container's to see */
+        *total = *used = *free_bytes = 0;
+        if (reserved != NULL) *reserved = 0;
+        return NVML_ERROR_NO_PERMISSION;
+    case VIEW_CONTAINER: break;
+    }
     *total = view_total;
     *used = view_used < view_total ? view_used : view_total;
     *free_bytes = view_total - *used;
@@ -167,4 +212,31 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *me
     nvmlReturn_t result = real.nvmlDeviceGetMemoryInfo_v2(device, memory);
     return memory == NULL ? result
                           : apply_view(device, result, &memory->total, &memory->used, &memory->free, &memory->reserved);
+}
+
+/* nvidia-smi and other NVML programs must show the grant: in a container whose grant directory is
+ * mounted, NVML's init waits for a grant on its way as cuInit does (config.c). Elsewhere it touches
+ * nothing of libvgpu, as before: no configuration, no dlopen. What NVML returns is its own. */
+static void *real_init(const char *name, void *const *resolved) {
+    vgpu_config_await_grant();
+    void *function = vgpu_real_dlsym(RTLD_NEXT, name);
+    if (function != NULL) return function;
+    vgpu_load_nvml(); /* NVML opened privately (RTLD_LOCAL): the dlsym hook handed out this function */
+    return *resolved;
+}
+
+nvmlReturn_t nvmlInit_v2(void) {
+    nvmlReturn_t (*function)(void) = (nvmlReturn_t (*)(void))real_init("nvmlInit_v2", (void *const *)&real.nvmlInit_v2);
+    return function != NULL ? function() : NVML_ERROR_LIBRARY_NOT_FOUND;
+}
+
+nvmlReturn_t nvmlInit(void) {
+    nvmlReturn_t (*function)(void) = (nvmlReturn_t (*)(void))real_init("nvmlInit", (void *const *)&real.nvmlInit);
+    return function != NULL ? function() : NVML_ERROR_LIBRARY_NOT_FOUND;
+}
+
+nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
+    nvmlReturn_t (*function)(unsigned int) =
+        (nvmlReturn_t (*)(unsigned int))real_init("nvmlInitWithFlags", (void *const *)&real.nvmlInitWithFlags);
+    return function != NULL ? function(flags) : NVML_ERROR_LIBRARY_NOT_FOUND;
 }

@@ -21,7 +21,7 @@ extern _Atomic uint32_t vgpu_private_devices; /* one bit per ordinal */
 static inline struct vgpu_pace *vgpu_pace_of(int ordinal) {
     return (atomic_load_explicit(&vgpu_private_devices, memory_order_relaxed) >> ordinal) & 1U
                ? &vgpu_private_paces[ordinal]
-               : &runtime.region->devices[ordinal].pace;
+               : &runtime.region->devices[vgpu_region_entry(ordinal)].pace;
 }
 
 static inline double vgpu_pace_budget(const struct vgpu_pace *pace) {

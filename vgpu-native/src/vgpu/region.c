@@ -34,10 +34,12 @@ static void initialise(struct vgpu_region *region, const struct vgpu_config *con
     header->policy = (uint32_t)config->policy;
     header->flags = config->oversubscribe ? 1U : 0U;
     vgpu_copy_string(header->limits_source, config->source, sizeof header->limits_source);
+    /* By CUDA ordinal, or with VGPU_DEVICES by place in that list, whose UUIDs are known before any driver. */
     for (int i = 0; i < VGPU_REGION_DEVICES; i++) {
         region->devices[i].memory_limit = config->memory_limit[i];
         region->devices[i].sm_limit = config->sm_limit[i];
         atomic_store(&region->devices[i].sm_limit_permille, config->sm_limit[i] * 10);
+        if (i < config->granted_count) vgpu_uuid_format(config->granted[i], region->devices[i].uuid);
     }
     atomic_thread_fence(memory_order_release);
     header->magic = VGPU_REGION_MAGIC; /* last: readers see a complete region or none */

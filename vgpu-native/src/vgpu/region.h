@@ -5,7 +5,7 @@
  * "Shared region"); readers must check magic and version and treat unknown versions as unreadable.
  *
  *   offset 0       header        4096 bytes
- *   offset 4096    devices[16]   256 bytes each, indexed by CUDA ordinal
+ *   offset 4096    devices[16]   256 bytes each, indexed by CUDA ordinal (with VGPU_DEVICES: by place in it)
  *   offset 8192    slots[1024]   576 bytes each, one per process
  *
  * Every process of the container can write this file, so nothing in it is trusted with a limit: limits
@@ -69,7 +69,8 @@ struct vgpu_pace {
 };
 
 struct vgpu_region_device {
-    char uuid[96];                     /*   0: UUID of this CUDA ordinal, "" until a CUDA process learns it */
+    char uuid[96];                     /*   0: UUID of this CUDA ordinal, "" until a CUDA process learns it (the
+                                        *      granted card's with VGPU_DEVICES, from the start) */
     uint64_t memory_limit;             /*  96: bytes, 0 = no limit; for the monitor, never enforced from here */
     uint32_t sm_limit;                 /* 104: percent, 0 = no limit; for the monitor */
     uint32_t reserved0;                /* 108 */

@@ -58,12 +58,33 @@ struct vgpu_region_slot *vgpu_claim_own_slot(void) {
     return slot;
 }
 
+/* With VGPU_DEVICES: the ordinal's card gets the limits of its place in the list, or is refused. The
+ * tenant chooses which cards are visible and in what order (NVIDIA_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES),
+ * so only the UUID the driver reports says which card an ordinal is. */
+static void grant_by_uuid(const struct vgpu_config *config, int ordinal, const unsigned char uuid[16]) {
+    struct vgpu_device *device = &runtime.devices[ordinal];
+    int grant = vgpu_config_grant_of(config, uuid);
+    if (grant < 0) {
+        LOG_ERROR("CUDA device %d (%s) is refused: it is not among VGPU_DEVICES of %s; no context or memory on it",
+                  ordinal, device->uuid, config->source);
+        return;
+    }
+    device->memory_limit = config->memory_limit[grant];
+    device->sm_limit = config->sm_limit[grant];
+    device->region_entry = grant;
+    device->refused = false;
+}
+
 /* Learns the devices this process sees and publishes their UUIDs for the node monitor and NVML-only
  * processes. The limits are the configuration's, whatever the region holds. */
 static void learn_devices(const struct vgpu_config *config, struct vgpu_region *region) {
+    runtime.by_uuid = config->granted_count > 0;
     for (int ordinal = 0; ordinal < VGPU_MAX_DEVICES; ordinal++) {
-        runtime.devices[ordinal].memory_limit = config->memory_limit[ordinal];
-        runtime.devices[ordinal].sm_limit = config->sm_limit[ordinal];
+        /* By UUID every ordinal is refused until its card is found in the grant. */
+        runtime.devices[ordinal].memory_limit = runtime.by_uuid ? 0 : config->memory_limit[ordinal];
+        runtime.devices[ordinal].sm_limit = runtime.by_uuid ? 0 : config->sm_limit[ordinal];
+        runtime.devices[ordinal].refused = runtime.by_uuid;
+        runtime.devices[ordinal].region_entry = runtime.by_uuid ? 0 : ordinal; /* a refused ordinal books nothing */
     }
     int count = 0;
     CUresult result = real.cuDeviceGetCount(&count);
@@ -80,12 +101,18 @@ static void learn_devices(const struct vgpu_config *config, struct vgpu_region *
     for (int ordinal = 0; ordinal < count; ordinal++) {
         CUuuid uuid;
         if (get_uuid == NULL || get_uuid(&uuid, ordinal) != CUDA_SUCCESS) {
-            LOG_WARN("cannot read the UUID of CUDA device %d; NVML cannot report its limit", ordinal);
+            if (runtime.by_uuid)
+                LOG_ERROR("CUDA device %d is refused: its UUID cannot be read, so it cannot be matched to VGPU_DEVICES of %s",
+                          ordinal, config->source);
+            else
+                LOG_WARN("cannot read the UUID of CUDA device %d; NVML cannot report its limit", ordinal);
             runtime.devices[ordinal].uuid[0] = '\0';
             continue;
         }
         vgpu_uuid_format((const unsigned char *)uuid.bytes, runtime.devices[ordinal].uuid);
-        if (region->devices[ordinal].uuid[0] == '\0')
+        if (runtime.by_uuid) grant_by_uuid(config, ordinal, (const unsigned char *)uuid.bytes);
+        /* With VGPU_DEVICES the region's entries already carry the granted UUIDs (region.c). */
+        if (!runtime.by_uuid && region->devices[ordinal].uuid[0] == '\0')
             vgpu_copy_string(region->devices[ordinal].uuid, runtime.devices[ordinal].uuid, sizeof region->devices[ordinal].uuid);
     }
     for (int ordinal = 0; ordinal < VGPU_MAX_DEVICES; ordinal++)

@@ -33,6 +33,10 @@ struct vgpu_config {
     int priority;
     char region_path[512];
     char source[600];                        /* "environment" or "limits file <path>" */
+    /* VGPU_DEVICES (a limits file only): the cards granted by UUID, in the order memory_limit[i] and
+     * sm_limit[i] refer to. 0 = not given: limits by CUDA ordinal, every visible card usable. */
+    int granted_count;
+    unsigned char granted[VGPU_MAX_DEVICES][16];
 };
 
 /* Loads the limits once per process: from /etc/vgpu/limits if it exists (the environment's limit keys
@@ -42,6 +46,11 @@ struct vgpu_config {
 const struct vgpu_config *vgpu_config_get(void);
 /* The line logged for the malformed configuration, for repeating it on later calls. */
 const char *vgpu_config_error(void);
+/* Loads the limits now when the grant directory (/etc/vgpu) is mounted, waiting for a grant on its way;
+ * does nothing elsewhere. For NVML's init, which nvidia-smi calls before anything libvgpu hooks. */
+void vgpu_config_await_grant(void);
+/* Position of a card in VGPU_DEVICES, or -1 when the configuration does not grant it. */
+int vgpu_config_grant_of(const struct vgpu_config *config, const unsigned char uuid[16]);
 
 /* ---- the real driver libraries (driver.c) -------------------------------------------------- */
 
@@ -70,7 +79,7 @@ const char *vgpu_config_error(void);
     X(cuDeviceGraphMemTrim) X(cuDeviceGetGraphMemAttribute)
 
 #define VGPU_REAL_NVML_FUNCTIONS(X)                                                                    \
-    X(nvmlInit_v2) X(nvmlDeviceGetCount_v2) X(nvmlDeviceGetHandleByIndex_v2) X(nvmlDeviceGetHandleByUUID) \
+    X(nvmlInit_v2) X(nvmlInit) X(nvmlInitWithFlags) X(nvmlDeviceGetCount_v2) X(nvmlDeviceGetHandleByIndex_v2) X(nvmlDeviceGetHandleByUUID) \
     X(nvmlDeviceGetUUID) X(nvmlDeviceGetMemoryInfo) X(nvmlDeviceGetMemoryInfo_v2)                     \
     X(nvmlDeviceGetComputeRunningProcesses_v3) X(nvmlDeviceGetProcessUtilization)                      \
     X(nvmlDeviceGetUtilizationRates)
@@ -111,6 +120,8 @@ struct vgpu_device {
     char uuid[VGPU_UUID_TEXT_LENGTH + 1];
     uint64_t memory_limit;                   /* from the configuration, never from the region */
     unsigned sm_limit;
+    bool refused;                            /* VGPU_DEVICES does not grant this ordinal's card */
+    int region_entry;                        /* its entry in the shared region: vgpu_region_entry() */
 };
 
 struct vgpu_runtime {
@@ -122,6 +133,7 @@ struct vgpu_runtime {
     struct vgpu_region *region;
     _Atomic(struct vgpu_region_slot *) slot; /* NULL in a forked child until it first needs one */
     int device_count;
+    bool by_uuid;                            /* the configuration grants cards by UUID (VGPU_DEVICES) */
     struct vgpu_device devices[VGPU_MAX_DEVICES];
 };
 
@@ -132,6 +144,18 @@ extern struct vgpu_runtime runtime;
 
 static inline bool vgpu_active(void) { return atomic_load_explicit(&runtime.active, memory_order_acquire) != 0; }
 static inline bool vgpu_ordinal_limited(int ordinal) { return ordinal >= 0 && ordinal < runtime.device_count; }
+/* A card that VGPU_DEVICES does not grant (also every ordinal past the 16 the contract can name, and one
+ * whose UUID could not be read): no context, no allocation, no memory on it. Read after vgpu_active(). */
+static inline bool vgpu_ordinal_refused(int ordinal) {
+    return __builtin_expect(runtime.by_uuid, 0) && ordinal >= 0 && (ordinal >= VGPU_MAX_DEVICES || runtime.devices[ordinal].refused);
+}
+/* The shared region's entry of a limited ordinal that is not refused: the ordinal itself, or with
+ * VGPU_DEVICES the card's place in that list, so that processes whose visible order differs (each may
+ * set CUDA_VISIBLE_DEVICES) and the node monitor, which reads the region by grant, name one entry per card. */
+static inline int vgpu_region_entry(int ordinal) { return runtime.devices[ordinal].region_entry; }
+/* The CUresult of a context asked for on a refused card: the driver's own answer for a device whose
+ * compute mode prohibits contexts. */
+#define VGPU_DEVICE_REFUSED CUDA_ERROR_DEVICE_UNAVAILABLE
 
 /* Attaches the shared region without enforcing anything yet (NVML-only processes use this). */
 struct vgpu_region *vgpu_runtime_region(void);

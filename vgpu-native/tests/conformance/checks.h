@@ -63,6 +63,12 @@ int check_region_not_regular_refused(int argc, char **argv);
 int check_region_foreign_owner_refused(int argc, char **argv);
 int check_region_wrong_size_refused(int argc, char **argv);
 int check_region_created_and_shared(int argc, char **argv);
+int check_devices_by_uuid(int argc, char **argv);
+int check_devices_unlisted_refused(int argc, char **argv);
+int check_devices_malformed(int argc, char **argv);
+int check_grant_wait_timeout(int argc, char **argv);
+int check_grant_arrives(int argc, char **argv);
+int check_env_contract_kai(int argc, char **argv);
 
 int role_race_worker(int argc, char **argv);
 int role_kill_holder(int argc, char **argv);
@@ -80,5 +86,6 @@ int role_kernel_config(int argc, char **argv);
 int role_region_newcomer(int argc, char **argv);
 int role_fork_in_once(int argc, char **argv);
 int role_graph_launcher(int argc, char **argv);
+int role_device_view(int argc, char **argv);
 
 #endif

@@ -68,6 +68,12 @@ static const struct check CHECKS[] = {
     {"region-foreign-owner-refused", check_region_foreign_owner_refused},
     {"region-wrong-size-refused", check_region_wrong_size_refused},
     {"region-created-and-shared", check_region_created_and_shared},
+    {"devices-by-uuid", check_devices_by_uuid},
+    {"devices-unlisted-refused", check_devices_unlisted_refused},
+    {"devices-malformed", check_devices_malformed},
+    {"grant-wait-timeout", check_grant_wait_timeout},
+    {"grant-arrives-during-wait", check_grant_arrives},
+    {"env-contract-kai", check_env_contract_kai},
     {"race-worker", role_race_worker},
     {"kill-holder", role_kill_holder},
     {"process-holder", role_process_holder},
@@ -83,6 +89,7 @@ static const struct check CHECKS[] = {
     {"kernel-config", role_kernel_config},
     {"region-newcomer", role_region_newcomer},
     {"fork-in-once", role_fork_in_once},
+    {"device-view", role_device_view},
     {"graph-launcher", role_graph_launcher},
 };
 

@@ -30,6 +30,8 @@ public record HookLayout(String hookPath) {
   public static final String CONTAINER_PRELOAD_FILE = "/etc/ld.so.preload";
   /** The interposer's file name. */
   public static final String LIBRARY_NAME = "libvgpu.so";
+  /** The limits file's name inside a KAI fraction container's grant directory. */
+  public static final String KAI_LIMITS_NAME = "limits";
   /** The shared region's file name inside the per-container directory. */
   public static final String REGION_NAME = "vgpu.cache";
 
@@ -84,6 +86,11 @@ public record HookLayout(String hookPath) {
   /** {@code <hook>/vgpu/kai/<podUID>_<container>} on the node: one KAI fraction container's grant directory. */
   public String kaiGrantDirectory(String podUid, String container) {
     return kaiGrantsDirectory() + "/" + containerKey(podUid, container);
+  }
+
+  /** {@code <hook>/vgpu/kai/<podUID>_<container>/limits} on the node: the grant a KAI fraction container's libvgpu.so reads at {@code /etc/vgpu/limits}. */
+  public String kaiLimitsFile(String podUid, String container) {
+    return kaiGrantDirectory(podUid, container) + "/" + KAI_LIMITS_NAME;
   }
 
   private static String containerKey(String podUid, String container) {

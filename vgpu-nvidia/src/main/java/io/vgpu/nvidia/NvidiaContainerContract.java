@@ -71,6 +71,14 @@ public final class NvidiaContainerContract implements ContainerContract {
    */
   public static final String LIMITS_FILE_DEVICES = "# devices: ";
 
+  /**
+   * The limits-file key that grants cards by UUID, comma-separated in ordinal order: libvgpu.so refuses
+   * a visible device it does not name, and its {@code _<i>} keys refer to this list. Written in the
+   * grant files of KAI fraction containers, whose visible devices come from a ConfigMap the tenant can
+   * edit.
+   */
+  public static final String GRANTED_DEVICES = "VGPU_DEVICES";
+
   private static final String TASK_PRIORITY = "CUDA_TASK_PRIORITY";
   private static final String CORE_POLICY = "GPU_CORE_UTILIZATION_POLICY";
   private static final String DISABLE_CONTROL = "CUDA_DISABLE_CONTROL";
@@ -125,6 +133,44 @@ public final class NvidiaContainerContract implements ContainerContract {
     }
     mounts.add(new Mount(HookLayout.CONTAINER_LIMITS_FILE, limitsFile, true));
     return new Allocation(env, mounts, deviceNodes(devices, where), List.of(new HostFile(limitsFile, limitsFileContent(pod, grant, limits))));
+  }
+
+  /**
+   * What a container holding whole cards receives, as NVIDIA's device plugin gives it (vgpu's node agent
+   * under KAI Scheduler, whose reservation and whole-card pods ask for {@code nvidia.com/gpu}): {@value
+   * #VISIBLE_DEVICES} naming the cards and, with device specs, their device nodes and the control
+   * devices. No interposer, no limits: the cards are the container's whole.
+   *
+   * @param uuids the cards kubelet chose, in its order
+   * @throws IllegalArgumentException when no card is given, or device specs are passed but a card's device nodes are unknown
+   */
+  public Allocation wholeCards(String where, List<String> uuids) {
+    if (uuids.isEmpty()) {
+      throw new IllegalArgumentException(where + ": no card to allocate");
+    }
+    List<DeviceGrant> devices = uuids.stream().map(u -> new DeviceGrant(u, "NVIDIA", 0, 0)).toList();
+    return new Allocation(Map.of(VISIBLE_DEVICES, String.join(",", uuids)), List.of(), deviceNodes(devices, where));
+  }
+
+  /**
+   * The limits file of a KAI fraction container ({@link HookLayout#kaiLimitsFile}): the comment lines
+   * of every limits file, then {@value #GRANTED_DEVICES} naming the cards, then the keys the HAMi path
+   * writes for the same grant, computed without the container's environment (the tenant wrote it), and
+   * {@value #LIMITS_FILE_END}. KAI gives no compute share, so the cards carry {@code cores} 0: no
+   * compute limit.
+   *
+   * @param devices the granted cards in ordinal order, each with its memory in MiB
+   * @throws IllegalArgumentException when no card is granted or the pod UID or container cannot name a directory
+   */
+  public String kaiLimitsFile(PodRef pod, String podUid, String container, List<DeviceGrant> devices) {
+    if (devices.isEmpty()) {
+      throw new IllegalArgumentException("pod " + pod + " container " + container + ": a KAI grant names at least one card");
+    }
+    layout.kaiLimitsFile(podUid, container); // validates the names
+    Map<String, String> limits = new LinkedHashMap<>();
+    limits.put(GRANTED_DEVICES, devices.stream().map(DeviceGrant::uuid).collect(Collectors.joining(",")));
+    limits.putAll(limits(devices, Map.of(), "pod " + pod + " container " + container));
+    return limitsFileContent(pod, new ContainerGrant(container, devices), limits);
   }
 
   /** The keys libvgpu.so reads, in the environment's order: everything but the visible devices. */

@@ -35,6 +35,7 @@ class HostPreparationTest {
             List.of(new ContainerContract.HostFile(limits.toString(), "CUDA_DEVICE_MEMORY_LIMIT_0=1024m\n")));
     HostPreparation.prepare(allocation);
     assertThat(mode(shared)).isEqualTo("rwxrwxrwx");
+    assertThat((Integer) Files.getAttribute(shared, "unix:mode") & 07777).as("sticky: no user deletes another's files").isEqualTo(01777);
     assertThat(Files.readString(limits)).isEqualTo("CUDA_DEVICE_MEMORY_LIMIT_0=1024m\n");
     assertThat(mode(limits)).isEqualTo("r--r--r--");
     assertThat(Files.exists(limits.resolveSibling("uid_main.tmp"))).isFalse();
@@ -55,5 +56,23 @@ class HostPreparationTest {
         .contains("\nCUDA_DEVICE_MEMORY_LIMIT_0=2048m\n")
         .endsWith("\n" + NvidiaContainerContract.LIMITS_FILE_END + "\n");
     assertThat(mode(limits)).isEqualTo("r--r--r--");
+  }
+
+  @Test
+  void stickyModeIsRestoredOnAnExistingDirectory(@TempDir Path hook) throws IOException {
+    Path shared = Files.createDirectories(hook.resolve("vgpu/containers/uid_main"));
+    Files.setPosixFilePermissions(shared, PosixFilePermissions.fromString("rwxrwxrwx"));
+    HostPreparation.shareDirectory(shared);
+    assertThat((Integer) Files.getAttribute(shared, "unix:mode") & 07777).isEqualTo(01777);
+  }
+
+  @Test
+  void protectedFilesLieReadOnlyInADirectoryOnlyTheAgentWrites(@TempDir Path hook) throws IOException {
+    Path limits = hook.resolve("vgpu/kai/uid_main/limits");
+    assertThat(HostPreparation.writeProtected(limits, "END\n")).isTrue();
+    assertThat(HostPreparation.writeProtected(limits, "END\n")).as("unchanged content is not rewritten").isFalse();
+    assertThat(Files.readString(limits)).isEqualTo("END\n");
+    assertThat(mode(limits)).isEqualTo("r--r--r--");
+    assertThat(mode(limits.getParent())).isEqualTo("rwxr-xr-x");
   }
 }

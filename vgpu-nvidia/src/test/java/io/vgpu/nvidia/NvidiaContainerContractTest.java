@@ -275,4 +275,39 @@ class NvidiaContainerContractTest {
     assertThatThrownBy(() -> ContractSettings.DEFAULT.withGpuCorePolicy("always")).hasMessage("gpuCorePolicy 'always' is not one of default, force, disable");
     assertThatThrownBy(() -> ContractSettings.DEFAULT.withHookPath("usr/local")).hasMessage("hook path 'usr/local' must be an absolute path without a trailing slash");
   }
+
+  @Test
+  void aKaiFractionContainersGrantFileNamesItsCardsAndTheirLimits() {
+    NvidiaContainerContract contract = new NvidiaContainerContract(ContractSettings.DEFAULT.withHookPath("/opt/hook"));
+    String file = contract.kaiLimitsFile(POD, UID, "main", List.of(gpu(GPU0, 20889, 0), gpu(GPU1, 20889, 0)));
+    assertThat(file)
+        .isEqualTo(
+            "# vgpu limits of pod ml/train container main\n"
+                + "# devices: " + GPU0 + "," + GPU1 + "\n"
+                + "VGPU_DEVICES=" + GPU0 + "," + GPU1 + "\n"
+                + "CUDA_DEVICE_MEMORY_LIMIT_0=20889m\n"
+                + "CUDA_DEVICE_MEMORY_LIMIT_1=20889m\n"
+                + "CUDA_DEVICE_SM_LIMIT=0\n"
+                + "CUDA_DEVICE_MEMORY_SHARED_CACHE=/opt/hook/vgpu/vgpu.cache\n"
+                + "LIBCUDA_LOG_LEVEL=1\n"
+                + "END\n");
+    assertThatThrownBy(() -> contract.kaiLimitsFile(POD, UID, "main", List.of())).hasMessage("pod ml/train container main: a KAI grant names at least one card");
+    assertThatThrownBy(() -> contract.kaiLimitsFile(POD, "..", "main", List.of(gpu(GPU0, 1, 0)))).hasMessage("pod UID '..' cannot name a directory");
+  }
+
+  @Test
+  void wholeCardsGetTheirUuidsAndDeviceNodesButNoInterposer(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dev) throws java.io.IOException {
+    java.nio.file.Files.createDirectories(dev.resolve("dev"));
+    java.nio.file.Files.createFile(dev.resolve("dev/nvidiactl"));
+    ContractSettings settings = ContractSettings.DEFAULT.withDeviceSpecs(dev.toString(), Map.of(GPU0, List.of("/dev/nvidia0"), GPU1, List.of("/dev/nvidia1")));
+    NvidiaContainerContract contract = new NvidiaContainerContract(settings);
+    assertThat(render(contract.wholeCards("pod ml/train container main", List.of(GPU1, GPU0))))
+        .isEqualTo(
+            "env NVIDIA_VISIBLE_DEVICES=" + GPU1 + "," + GPU0 + "\n"
+                + "device /dev/nvidia1 <- " + dev + "/dev/nvidia1 rw\n"
+                + "device /dev/nvidia0 <- " + dev + "/dev/nvidia0 rw\n"
+                + "device /dev/nvidiactl <- " + dev + "/dev/nvidiactl rw\n");
+    assertThat(render(new NvidiaContainerContract(ContractSettings.DEFAULT).wholeCards("w", List.of(GPU0)))).isEqualTo("env NVIDIA_VISIBLE_DEVICES=" + GPU0 + "\n");
+    assertThatThrownBy(() -> contract.wholeCards("w", List.of("GPU-unknown"))).hasMessage("w: no device node is known for GPU-unknown (ContractSettings.deviceNodes)");
+  }
 }

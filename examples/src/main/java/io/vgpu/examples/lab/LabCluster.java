@@ -1,11 +1,13 @@
 package io.vgpu.examples.lab;
 
+import io.fabric8.kubernetes.api.model.ConfigMapBuilder;
 import io.fabric8.kubernetes.api.model.Namespace;
 import io.fabric8.kubernetes.api.model.NamespaceBuilder;
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.api.model.ResourceQuotaBuilder;
+import io.fabric8.kubernetes.api.model.node.v1.RuntimeClassBuilder;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhookConfiguration;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.ValidatingAdmissionPolicy;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.ValidatingAdmissionPolicyBinding;
@@ -20,6 +22,9 @@ import io.vgpu.examples.lab.components.JavaCommand;
 import io.vgpu.examples.lab.components.ReferenceDeployment;
 import io.vgpu.examples.lab.components.SchedulerLaunch;
 import io.vgpu.examples.lab.kubelet.CgroupPlacement;
+import io.vgpu.examples.lab.kubelet.ClusterAccess;
+import io.vgpu.examples.lab.kubelet.NodePaths;
+import io.vgpu.examples.lab.kubelet.PodResourcesServer;
 import io.vgpu.examples.lab.kubelet.ContainerRuntime;
 import io.vgpu.examples.lab.kubelet.KubeletStandIn;
 import io.vgpu.examples.lab.kubelet.LabPodRunner;
@@ -43,6 +48,7 @@ import io.vgpu.k8s.simulate.ScenarioEvent;
 import io.vgpu.k8s.simulate.Stack;
 import io.vgpu.k8s.kai.KaiKeys;
 import io.vgpu.k8s.yaml.JacksonTrees;
+import io.vgpu.nvidia.HookLayout;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
@@ -76,6 +82,13 @@ public final class LabCluster implements AutoCloseable {
   private static final YAMLMapper YAML = YAMLMapper.builder().build();
   private static final String SCHEDULER = "scheduler";
   private static final String DRIVER_LIBRARIES = "driver";
+  private static final String POD_RESOURCES_FLAG = "--pod-resources-socket";
+  /**
+   * Whether this build's node agent takes {@code --pod-resources-socket} (a place the lab gives: its
+   * kubelet's socket); an agent without the flag gets none, rather than failing on an unknown option.
+   */
+  private static final boolean AGENT_READS_POD_RESOURCES =
+      new picocli.CommandLine(new io.vgpu.k8s.cli.DevicePluginCommand()).getCommandSpec().findOption(POD_RESOURCES_FLAG) != null;
 
   private final LabHome home;
   private final Scenario scenario;
@@ -169,12 +182,15 @@ public final class LabCluster implements AutoCloseable {
     String runId = workspace.root().getFileName().toString();
     cgroups = CgroupPlacement.probe(runId);
     runtime = new ContainerRuntime(workspace, cgroups, ContainerRuntime.defaultLibraryDirectory());
+    // plain HTTP on loopback: no CA for ca.crt to hold
+    ClusterAccess access = new ClusterAccess(KubeletStandIn.LAB_ADDRESS, api.port(), "", api::serviceAccountToken);
     for (NodeSpec node : scenario.nodes()) {
       MockMachine machine = MockMachine.create(node, workspace.directory("nodes/" + node.name() + "/gpus"));
       machines.put(node.name(), machine);
       Path plugins = workspace.socketDirectory("nodes/" + node.name() + "/device-plugins", "nvidia-gpu.sock");
       try {
-        kubelets.put(node.name(), new KubeletStandIn(node.name(), plugins, client(UserInfo.node(node.name())), new LabPodRunner(node.name(), runtime, machine, probe, driverLibraries)));
+        kubelets.put(node.name(), new KubeletStandIn(node.name(), plugins, client(UserInfo.node(node.name())), new LabPodRunner(node.name(), runtime, machine, probe, driverLibraries),
+            nodePaths(node.name()), workspace.directory("nodes/" + node.name() + "/pods"), access, podResourcesSocket(node.name())));
       } catch (IOException e) {
         throw new UnavailableException("cannot start the kubelet of node " + node.name() + ": " + e.getMessage());
       }
@@ -198,6 +214,9 @@ public final class LabCluster implements AutoCloseable {
       agentPlaces.put("--device-plugin-dir", workspace.root().resolve("nodes/" + node.name() + "/device-plugins").toString());
       agentPlaces.put("--hook-path", workspace.directory("nodes/" + node.name() + "/hook").toString());
       agentPlaces.put("--metrics-bind-address", "127.0.0.1:" + metrics);
+      if (AGENT_READS_POD_RESOURCES) {
+        agentPlaces.put(POD_RESOURCES_FLAG, podResourcesSocket(node.name()).toString());
+      }
       Map<String, String> env = new LinkedHashMap<>(deployment.devicePlugin().env());
       env.remove("HOOK_PATH"); // a place: given as --hook-path
       deployment.devicePlugin().fieldEnv().forEach((k, field) -> env.put(k, field.equals("spec.nodeName") ? node.name() : ""));
@@ -241,6 +260,21 @@ public final class LabCluster implements AutoCloseable {
     }
   }
 
+  /**
+   * Where a node's paths lie: the node agent's hook directory where {@code --hook-path} puts it (the
+   * chart's {@code HOOK_PATH}{@code /vgpu} on the node), everything else under the node's own root.
+   */
+  /** Where a node's kubelet serves its PodResources API (kubelet's {@code /var/lib/kubelet/pod-resources/kubelet.sock}). */
+  private Path podResourcesSocket(String node) {
+    return workspace.socketDirectory("nodes/" + node + "/pod-resources", PodResourcesServer.SOCKET).resolve(PodResourcesServer.SOCKET);
+  }
+
+  private NodePaths nodePaths(String node) {
+    String hook = deployment.devicePlugin().env().getOrDefault("HOOK_PATH", "/usr/local");
+    return new NodePaths(workspace.directory("nodes/" + node + "/root"),
+        Map.of(new HookLayout(hook).vgpuDirectory(), workspace.directory("nodes/" + node + "/hook").resolve("vgpu")));
+  }
+
   private ComponentProcess component(String name, List<String> args, Map<String, String> env) {
     JavaCommand.Launch launch = java.command("info", args);
     launches.add(launch);
@@ -282,6 +316,10 @@ public final class LabCluster implements AutoCloseable {
     for (String ns : namespaces) {
       Namespace namespace = new NamespaceBuilder().withNewMetadata().withName(ns).addToLabels("kubernetes.io/metadata.name", ns).endMetadata().build();
       client.namespaces().resource(namespace).create();
+      // what kube-controller-manager's root CA publisher puts in every namespace: the CA pods trust for
+      // the API server (none: the stand-in speaks plain HTTP on loopback)
+      client.configMaps().inNamespace(ns).resource(new ConfigMapBuilder().withNewMetadata().withName("kube-root-ca.crt").withNamespace(ns).endMetadata()
+          .addToData("ca.crt", "").build()).create();
     }
     for (NodeSpec spec : scenario.nodes()) {
       Node node =
@@ -314,6 +352,8 @@ public final class LabCluster implements AutoCloseable {
     if (kai) {
       createKaiObjects();
     }
+    // The RuntimeClass NVIDIA's GPU operator installs, which the chart's prerequisites include.
+    client.resources(io.fabric8.kubernetes.api.model.node.v1.RuntimeClass.class).resource(new RuntimeClassBuilder().withNewMetadata().withName("nvidia").endMetadata().withHandler("nvidia").build()).create();
     scenario.quotas().forEach((ns, limits) -> {
       Map<String, Quantity> hard = new LinkedHashMap<>();
       if (limits.memoryMiB() != QuotaLimits.UNLIMITED) {

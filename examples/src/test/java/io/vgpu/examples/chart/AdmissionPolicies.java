@@ -43,8 +43,11 @@ final class AdmissionPolicies {
   private static final MapType STRINGS = MapType.create(SimpleType.STRING, SimpleType.STRING);
   private static final StructType OBJECT_META = struct("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
       Map.of("name", SimpleType.STRING, "namespace", SimpleType.STRING, "uid", SimpleType.STRING, "resourceVersion", SimpleType.STRING, "annotations", STRINGS, "labels", STRINGS));
-  /** Pod and Node, with the fields a policy could mean to read: a misspelt or wrong-kind field fails. */
+  /** Pod, Node and KAI's BindRequest, with the fields a policy could mean to read: a misspelt or wrong-kind field fails. */
   static final Map<String, StructType> KINDS = Map.of(
+      "bindrequests", struct("run.ai.scheduling.v1alpha2.BindRequest", Map.of("apiVersion", SimpleType.STRING, "kind", SimpleType.STRING, "metadata", OBJECT_META,
+          "spec", struct("run.ai.scheduling.v1alpha2.BindRequestSpec", Map.of("selectedNode", SimpleType.STRING, "selectedGPUGroups", ListType.create(SimpleType.STRING),
+              "receivedResourceType", SimpleType.STRING)))),
       "pods", struct("io.k8s.api.core.v1.Pod", Map.of("apiVersion", SimpleType.STRING, "kind", SimpleType.STRING, "metadata", OBJECT_META,
           "spec", struct("io.k8s.api.core.v1.PodSpec", Map.of("nodeName", SimpleType.STRING, "schedulerName", SimpleType.STRING, "containers", ListType.create(SimpleType.DYN))),
           "status", struct("io.k8s.api.core.v1.PodStatus", Map.of("phase", SimpleType.STRING)))),
@@ -60,13 +63,20 @@ final class AdmissionPolicies {
   /**
    * One write as admission sees it.
    *
+   * @param group the resource's API group ("" for the core group)
+   * @param version the resource's API version
    * @param resource the resource, e.g. {@code pods}
    * @param subResource its subresource, or ""
    * @param object the object after the write
    * @param oldObject the object before it
    * @param request the request: operation, namespace, name, subResource, userInfo
    */
-  record Write(String resource, String subResource, Map<String, Object> object, Map<String, Object> oldObject, Map<String, Object> request) {}
+  record Write(String group, String version, String resource, String subResource, Map<String, Object> object, Map<String, Object> oldObject, Map<String, Object> request) {
+    /** A write to a resource of the core group, v1. */
+    Write(String resource, String subResource, Map<String, Object> object, Map<String, Object> oldObject, Map<String, Object> request) {
+      this("", "v1", resource, subResource, object, oldObject, request);
+    }
+  }
 
   /**
    * A policy's refusal.
@@ -98,7 +108,7 @@ final class AdmissionPolicies {
     String resource = write.subResource().isEmpty() ? write.resource() : write.resource() + "/" + write.subResource();
     boolean matched = false;
     for (JsonNode rule : policy.path("spec").path("matchConstraints").path("resourceRules")) {
-      matched |= contains(rule.path("apiGroups"), "") && contains(rule.path("apiVersions"), "v1")
+      matched |= contains(rule.path("apiGroups"), write.group()) && (contains(rule.path("apiVersions"), write.version()) || contains(rule.path("apiVersions"), "*"))
           && contains(rule.path("operations"), String.valueOf(write.request().get("operation"))) && contains(rule.path("resources"), resource);
     }
     if (!matched) {

@@ -195,6 +195,93 @@ class ChartAdmissionPolicyTest {
         .isEqualTo("!(request.userInfo.username in [\"system:serviceaccount:kube-system:hami-scheduler\"])");
   }
 
+  // --- In the KAI role (vgpu.kai.enabled=true)
+
+  private static final RenderedChart KAI = RenderedChart.kai();
+  private static final AdmissionPolicies KAI_POLICIES = new AdmissionPolicies(KAI.all("ValidatingAdmissionPolicy").stream().map(Document::tree).toList());
+  private static final String KAI_SCHEDULER = "system:serviceaccount:kai-scheduler:scheduler";
+  private static final String KAI_BINDER = "system:serviceaccount:kai-scheduler:binder";
+  private static final String GARBAGE_COLLECTOR = "system:serviceaccount:kube-system:generic-garbage-collector";
+
+  @Test
+  void underKaiThePoliciesKeepKaisDecisionKaisAndFailClosed() {
+    assertThat(KAI.all("ValidatingAdmissionPolicy").stream().map(Document::name)).containsExactlyInAnyOrder("hami-node-agent", "hami-kai-bindrequests", "hami-kai-sharing");
+    for (Document policy : KAI.all("ValidatingAdmissionPolicy")) {
+      assertThat(policy.tree().path("spec").path("failurePolicy").asString()).as(policy.name()).isEqualTo("Fail");
+      JsonNode binding = KAI.get("ValidatingAdmissionPolicyBinding", policy.name());
+      assertThat(binding.path("spec").path("policyName").asString()).isEqualTo(policy.name());
+      assertThat(binding.path("spec").path("validationActions").toString()).isEqualTo("[\"Deny\"]");
+      assertThat(binding.path("spec").has("matchResources")).isFalse();
+      assertThat(AdmissionPolicies.typeCheck(policy.tree(), SimpleType.DYN)).as(policy.name() + " as it runs").isEmpty();
+      for (JsonNode rule : policy.tree().path("spec").path("matchConstraints").path("resourceRules")) {
+        for (JsonNode resource : rule.path("resources")) {
+          if (!resource.asString().contains("/")) {
+            assertThat(AdmissionPolicies.typeCheck(policy.tree(), AdmissionPolicies.KINDS.get(resource.asString()))).as(policy.name() + " against " + resource.asString()).isEmpty();
+          }
+        }
+      }
+      for (JsonNode validation : policy.tree().path("spec").path("validations")) {
+        assertThat(validation.path("message").asString()).isNotBlank().doesNotContain("\n");
+        assertThat(validation.path("reason").asString()).isEqualTo("Forbidden");
+      }
+    }
+  }
+
+  @Test
+  void onlyKaisSchedulerAndBinderWriteBindRequests() {
+    for (String operation : List.of("CREATE", "UPDATE", "DELETE")) {
+      assertThat(KAI_POLICIES.admit(bindRequest(operation, "", TENANT))).as(operation).hasValue(new Denial("hami-kai-bindrequests",
+          "BindRequest team-a/p is KAI Scheduler's decision, from which vgpu's node agent derives the grant: alice may not " + operation + " it"));
+      assertThat(KAI_POLICIES.admit(bindRequest(operation, "", KAI_SCHEDULER))).as(operation).isEmpty();
+      assertThat(KAI_POLICIES.admit(bindRequest(operation, "", KAI_BINDER))).as(operation).isEmpty();
+    }
+    // Its status too, and vgpu's own node agent writes none.
+    assertThat(KAI_POLICIES.admit(bindRequest("UPDATE", "status", TENANT))).isPresent();
+    assertThat(KAI_POLICIES.admit(bindRequest("UPDATE", "status", KAI_BINDER))).isEmpty();
+    assertThat(KAI_POLICIES.admit(bindRequest("CREATE", "", NODE_AGENT))).isPresent();
+    // A BindRequest is owned by its pod: the garbage collector deletes it with the pod, and writes nothing else.
+    assertThat(KAI_POLICIES.admit(bindRequest("DELETE", "", GARBAGE_COLLECTOR))).isEmpty();
+    assertThat(KAI_POLICIES.admit(bindRequest("CREATE", "", GARBAGE_COLLECTOR))).isPresent();
+    // The static message names who may write them.
+    assertThat(KAI.get("ValidatingAdmissionPolicy", "hami-kai-bindrequests").path("spec").path("validations").get(0).path("message").asString())
+        .contains(KAI_SCHEDULER).contains(KAI_BINDER);
+    // Another KAI namespace is a value.
+    RenderedChart other = RenderedChart.render(Options.kai().with("vgpu.kai.bindRequestWriters[0]", "system:serviceaccount:kai:scheduler")
+        .with("vgpu.kai.bindRequestWriters[1]", "system:serviceaccount:kai:binder"));
+    assertThat(other.get("ValidatingAdmissionPolicy", "hami-kai-bindrequests").path("spec").path("matchConditions").get(0).path("expression").asString())
+        .isEqualTo("!(request.userInfo.username in [\"system:serviceaccount:kai:scheduler\",\"system:serviceaccount:kai:binder\"])");
+  }
+
+  @Test
+  void underKaiTheSharingAnnotationsAreFixedAtCreation() {
+    Map<String, Object> plain = pod("", Map.of("example.com/team", "a"));
+    for (String key : List.of("gpu-fraction", "gpu-memory", "gpu-fraction-num-devices", "gpu-fraction-container-name")) {
+      assertThat(KAI_POLICIES.admit(tenant(plain, pod("", Map.of("example.com/team", "a", key, "1"))))).as("add " + key).hasValue(new Denial("hami-kai-sharing",
+          "annotation " + key + " of pod team-a/p is fixed at the pod's creation, when vgpu's webhook isolates the pods KAI Scheduler shares: alice may not add, change or remove it"));
+      assertThat(KAI_POLICIES.admit(tenant(pod("", Map.of(key, "1")), pod("", Map.of(key, "2"))))).as("change " + key).isPresent();
+      assertThat(KAI_POLICIES.admit(tenant(pod("", Map.of(key, "1")), pod("", Map.of())))).as("remove " + key).isPresent();
+    }
+    // What KAI's binder writes on a shared pod, and any other annotation, stays writable.
+    Map<String, Object> shared = pod("", Map.of("gpu-memory", "20480"));
+    assertThat(KAI_POLICIES.admit(write("pods", "", shared, withLabels(pod("", Map.of("gpu-memory", "20480", "received-resource-type", "Fraction")), Map.of("runai-gpu-group", "g")),
+        KAI_BINDER, null))).isEmpty();
+    assertThat(KAI_POLICIES.admit(tenant(shared, pod("", Map.of("gpu-memory", "20480", "example.com/x", "y"))))).isEmpty();
+    // HAMi's annotations mean nothing under KAI: no scheduler-owned policy.
+    assertThat(KAI.find("ValidatingAdmissionPolicy", "hami-scheduler-owned")).isEmpty();
+  }
+
+  private static Write bindRequest(String operation, String subResource, String user) {
+    Map<String, Object> request = request(user, null, "team-a", "p");
+    request.put("operation", operation);
+    if (!subResource.isEmpty()) {
+      request.put("subResource", subResource);
+    }
+    Map<String, Object> object = Map.of("apiVersion", "scheduling.run.ai/v1alpha2", "kind", "BindRequest", "metadata", Map.of("name", "p", "namespace", "team-a"),
+        "spec", Map.of("selectedNode", "node-a", "selectedGPUGroups", List.of("g"), "receivedResourceType", "Fraction"));
+    return new Write("scheduling.run.ai", "v1alpha2", "bindrequests", subResource, operation.equals("DELETE") ? Map.of() : object,
+        operation.equals("CREATE") ? Map.of() : object, request);
+  }
+
   private static Optional<Denial> denial(Write write) {
     return POLICIES.admit(write);
   }

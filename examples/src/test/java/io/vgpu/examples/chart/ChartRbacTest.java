@@ -111,6 +111,35 @@ class ChartRbacTest {
         .isEqualTo("[\"pods\",\"pods/status\",\"nodes\",\"nodes/status\"]");
   }
 
+  /**
+   * Under KAI (vgpu.kai.enabled=true) the scheduler only answers the webhook (KaiWebhookServer: Events on
+   * the pods it denies; vgpu certificates: the serving certificate and the webhook's caBundle), and the
+   * node agent reads KAI's BindRequests and capabilities ConfigMaps, patches its node's labels and
+   * allocates nothing from pod annotations: no pod patch, no node lock, no grant key.
+   */
+  @Test
+  void underKaiEachComponentMayDoExactlyWhatItDoesThere() {
+    RenderedChart chart = RenderedChart.kai();
+    assertThat(grants(chart.get("ClusterRole", "hami-scheduler"))).containsExactlyInAnyOrder(
+        "events:create", "mutatingwebhookconfigurations/hami-webhook:get", "mutatingwebhookconfigurations/hami-webhook:patch");
+    assertThat(grants(chart.get("Role", "hami-scheduler"))).containsExactlyInAnyOrder(
+        "secrets:create", "secrets/hami-scheduler-tls:get", "secrets/hami-scheduler-tls:update");
+    assertThat(grants(chart.get("ClusterRole", "hami-device-plugin"))).containsExactlyInAnyOrder(
+        "pods:get", "pods:list", "pods:watch", "nodes:get", "nodes:patch", "events:create",
+        "bindrequests:get", "bindrequests:list", "bindrequests:watch", "configmaps:get");
+    JsonNode bindRequests = chart.get("ClusterRole", "hami-device-plugin").path("rules").get(2);
+    assertThat(bindRequests.path("apiGroups").toString()).isEqualTo("[\"scheduling.run.ai\"]");
+    assertThat(chart.find("Role", "hami-device-plugin")).isEmpty();
+    assertThat(chart.find("Role", "hami-kube-scheduler")).isEmpty();
+    assertThat(chart.find("ClusterRoleBinding", "hami-scheduler-kube-scheduler")).isEmpty();
+    assertThat(chart.find("ClusterRoleBinding", "hami-scheduler-volume-scheduler")).isEmpty();
+    // With cert-manager the scheduler writes no Secret at all: no Role.
+    RenderedChart certManager = RenderedChart.render(Options.kai().with("vgpu.certificates.source", "cert-manager"));
+    assertThat(grants(certManager.get("ClusterRole", "hami-scheduler"))).containsExactly("events:create");
+    assertThat(certManager.find("Role", "hami-scheduler")).isEmpty();
+    assertThat(certManager.find("RoleBinding", "hami-scheduler")).isEmpty();
+  }
+
   @Test
   void kubeSchedulerHasKubernetesSchedulerRolesAndItsOwnLease() {
     RenderedChart chart = RenderedChart.defaults();

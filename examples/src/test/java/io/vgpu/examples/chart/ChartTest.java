@@ -51,6 +51,11 @@ class ChartTest {
 
   /** Every object parses as its fabric8 model, and every vgpu container's args parse with its subcommand. */
   static void assertRunnable(RenderedChart chart) {
+    assertRunnable(chart, Set.of());
+  }
+
+  /** As {@link #assertRunnable(RenderedChart)}, without parsing the args of the containers named. */
+  static void assertRunnable(RenderedChart chart, Set<String> unparsed) {
     assertThat(chart.documents()).isNotEmpty();
     for (Document d : chart.documents()) {
       HasMetadata object = KUBE.unmarshal(d.yaml(), HasMetadata.class);
@@ -67,7 +72,7 @@ class ChartTest {
         for (String list : List.of("initContainers", "containers")) {
           for (JsonNode container : spec.path(list)) {
             String name = container.path("name").asString();
-            if (!VGPU_CONTAINERS.containsKey(name)) {
+            if (!VGPU_CONTAINERS.containsKey(name) || unparsed.contains(name)) {
               continue;
             }
             List<String> args = RenderedChart.args(container);
@@ -433,6 +438,103 @@ class ChartTest {
         .get().asString().contains("devicePlugin.libPath (/opt/vgpu) must be global.gpuHookPath/vgpu (/usr/local/vgpu)");
     assertThat(RenderedChart.failure(Options.defaults().with("scheduler.kubeScheduler.enabled", "false")))
         .get().asString().contains("give vgpu.extender.clientCASecret");
+  }
+
+  // --- vgpu as the isolation layer under KAI Scheduler (vgpu.kai.enabled=true)
+
+  /**
+   * The KAI role's objects run. The node agent's args (--stack=kai, --pod-resources-socket) are the
+   * contract of issue 20 and checked as strings here; they parse once the node agent's flags are merged.
+   */
+  @Test
+  void inTheKaiRoleTheSchedulerServesOnlyTheWebhookAndTheNodeAgentRunsUnderKai() {
+    RenderedChart chart = RenderedChart.kai();
+    assertRunnable(chart);
+    JsonNode pod = chart.get("Deployment", "hami-scheduler").path("spec").path("template").path("spec");
+    assertThat(pod.path("containers")).hasSize(1);
+    JsonNode scheduler = chart.container("Deployment", "hami-scheduler", "vgpu-scheduler-extender");
+    assertThat(RenderedChart.args(scheduler)).containsExactly("scheduler", "--stack=kai", "--http_bind=0.0.0.0:9443", "--cert_file=/tls/tls.crt",
+        "--key_file=/tls/tls.key", "--metrics-bind-address=:9395", "--hook-path=/usr/local");
+    assertThat(chart.find("ConfigMap", "hami-scheduler")).as("no KubeSchedulerConfiguration").isEmpty();
+    assertThat(chart.manifest()).doesNotContain("KubeSchedulerConfiguration").doesNotContain("--grant-key-secret").doesNotContain("--extender-bind-address");
+    assertThat(chart.get("Deployment", "hami-scheduler").path("spec").has("strategy")).as("every replica is ready: a rolling update works").isFalse();
+    assertThat(RenderedChart.args(chart.container("Deployment", "hami-scheduler", "certificates"))).contains("--webhook=hami-webhook");
+
+    JsonNode agent = chart.container("DaemonSet", "hami-device-plugin", "device-plugin");
+    List<String> args = RenderedChart.args(agent);
+    assertThat(args).containsExactly("device-plugin", "--device-config-file=/device-config/device-config.yaml", "--device-plugin-dir=/var/lib/kubelet/device-plugins",
+        "--metrics-bind-address=:9394", "--stack=kai", "--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock");
+    assertThat(mountOf(agent, "/var/lib/kubelet/pod-resources/kubelet.sock").toString()).isEqualTo("{\"name\":\"pod-resources\",\"mountPath\":\"/var/lib/kubelet/pod-resources\",\"readOnly\":true}");
+    // The agent writes the grant directories and the per-container regions under the hook directory it mounts.
+    for (String dir : List.of("/usr/local/vgpu/kai", "/usr/local/vgpu/containers")) {
+      JsonNode mount = mountOf(agent, dir);
+      assertThat(mount).as(dir).isNotNull();
+      assertThat(mount.path("readOnly").asBoolean(false)).as(dir).isFalse();
+    }
+    String volumes = chart.get("DaemonSet", "hami-device-plugin").path("spec").path("template").path("spec").path("volumes").toString();
+    assertThat(volumes).contains("{\"name\":\"pod-resources\",\"hostPath\":{\"path\":\"/var/lib/kubelet/pod-resources\",\"type\":\"Directory\"}}")
+        .contains("{\"name\":\"hook\",\"hostPath\":{\"path\":\"/usr/local/vgpu\",\"type\":\"DirectoryOrCreate\"}}");
+
+    List<String> kinds = new ArrayList<>();
+    chart.documents().forEach(d -> kinds.add(d.kind() + "/" + d.name()));
+    assertThat(kinds).containsExactlyInAnyOrder(
+        "ServiceAccount/hami-scheduler", "ServiceAccount/hami-device-plugin",
+        "ClusterRole/hami-scheduler", "ClusterRoleBinding/hami-scheduler", "Role/hami-scheduler", "RoleBinding/hami-scheduler",
+        "ClusterRole/hami-device-plugin", "ClusterRoleBinding/hami-device-plugin",
+        "ValidatingAdmissionPolicy/hami-node-agent", "ValidatingAdmissionPolicyBinding/hami-node-agent",
+        "ValidatingAdmissionPolicy/hami-kai-bindrequests", "ValidatingAdmissionPolicyBinding/hami-kai-bindrequests",
+        "ValidatingAdmissionPolicy/hami-kai-sharing", "ValidatingAdmissionPolicyBinding/hami-kai-sharing",
+        "ConfigMap/hami-scheduler-device",
+        "Service/hami-scheduler", "Service/hami-device-plugin-monitor",
+        "Deployment/hami-scheduler", "DaemonSet/hami-device-plugin", "MutatingWebhookConfiguration/hami-webhook");
+  }
+
+  @Test
+  void inTheKaiRoleTheWebhookFailsClosedForThePodsKaiSharesAndSeesNoOther() {
+    JsonNode webhooks = RenderedChart.kai().get("MutatingWebhookConfiguration", "hami-webhook").path("webhooks");
+    assertThat(webhooks).hasSize(1);
+    JsonNode hook = webhooks.get(0);
+    assertThat(hook.path("name").asString()).isEqualTo("vgpu-kai.hami.io");
+    assertThat(hook.path("failurePolicy").asString()).isEqualTo("Fail");
+    assertThat(hook.path("reinvocationPolicy").asString()).isEqualTo("IfNeeded");
+    assertThat(hook.path("rules").toString()).isEqualTo("[{\"operations\":[\"CREATE\"],\"apiGroups\":[\"\"],\"apiVersions\":[\"v1\"],\"resources\":[\"pods\"],\"scope\":\"*\"}]");
+    assertThat(hook.path("matchConditions")).hasSize(1);
+    // A namespace labelled hami.io/webhook=ignore is no way around it (KAI would share its pods unisolated);
+    // the namespaces an administrator lists in the values are.
+    assertThat(hook.has("namespaceSelector")).isFalse();
+    JsonNode listed = RenderedChart.render(Options.kai().with("scheduler.admissionWebhook.whitelistNamespaces[0]", "kube-system"))
+        .get("MutatingWebhookConfiguration", "hami-webhook").path("webhooks").get(0);
+    assertThat(listed.path("namespaceSelector").toString())
+        .isEqualTo("{\"matchExpressions\":[{\"key\":\"kubernetes.io/metadata.name\",\"operator\":\"NotIn\",\"values\":[\"kube-system\"]}]}");
+    String condition = hook.path("matchConditions").get(0).path("expression").asString();
+    assertThat(matches(condition, withMetadata(pod("limits", "cpu", "1"), "annotations", "gpu-memory"))).isTrue();
+    assertThat(matches(condition, withMetadata(pod("limits", "cpu", "1"), "annotations", "gpu-fraction"))).isTrue();
+    // KAI's whole-card and reservation pods, vgpu's own resource names and HAMi's annotations: not vgpu's business here.
+    assertThat(matches(condition, pod("limits", "nvidia.com/gpu", "1"))).isFalse();
+    assertThat(matches(condition, withMetadata(pod("limits", "cpu", "1"), "annotations", "gpu-fraction-num-devices"))).isFalse();
+    assertThat(matches(condition, withMetadata(pod("limits", "cpu", "1"), "annotations", "hami.io/vgpu-devices-allocated"))).isFalse();
+    assertThat(matches(condition, Map.of("metadata", Map.of("name", "bare"), "spec", Map.of("containers", List.of(Map.of("name", "c")))))).isFalse();
+  }
+
+  @Test
+  void inTheKaiRoleTheHookPathReachesTheWebhookAndTheSettingsThatCannotWorkFail() {
+    RenderedChart hook = RenderedChart.render(Options.kai().with("global.gpuHookPath", "/opt/hook").with("devicePlugin.libPath", "/opt/hook/vgpu"));
+    assertThat(RenderedChart.args(hook.container("Deployment", "hami-scheduler", "vgpu-scheduler-extender"))).contains("--hook-path=/opt/hook");
+    assertThat(ChartTest.mountOf(hook.container("DaemonSet", "hami-device-plugin", "device-plugin"), "/opt/hook/vgpu/kai")).isNotNull();
+    // No extender, so no client certificate to require without kube-scheduler.
+    assertThat(RenderedChart.failure(Options.kai().with("scheduler.kubeScheduler.enabled", "false"))).isEmpty();
+    assertThat(RenderedChart.failure(Options.kai().with("scheduler.admissionWebhook.enabled", "false"))).get().asString()
+        .contains("vgpu.kai.enabled needs scheduler.admissionWebhook.enabled: without vgpu's webhook the pods KAI shares run without vgpu's limits");
+    assertThat(RenderedChart.notes(Options.kai())).contains("is installed as \"hami\" in kube-system.\n\n  role:        the isolation layer under KAI Scheduler")
+        .contains("webhook:     hami-webhook, failurePolicy Fail for pods with annotation gpu-fraction or gpu-memory")
+        .doesNotContain("kube-scheduler registry");
+    assertThat(RenderedChart.notes(Options.defaults())).contains("is installed as \"hami\" in kube-system.\n\n  scheduler:   Deployment hami-scheduler (kube-scheduler registry");
+    // The webhook-only scheduler has no metrics to scrape; the node agent's are scraped as in the HAMi role.
+    RenderedChart prometheus = RenderedChart.render(Options.kai().with("prometheus.enabled", "true"));
+    assertThat(prometheus.all("ServiceMonitor")).hasSize(1);
+    assertThat(prometheus.all("ServiceMonitor").get(0).template()).startsWith("device-plugin/");
+    // Every replica answers.
+    assertThat(RenderedChart.render(Options.kai().with("scheduler.replicas", "3")).get("Deployment", "hami-scheduler").path("spec").path("replicas").asInt()).isEqualTo(3);
   }
 
   static Stream<Arguments> overrides() {

@@ -12,21 +12,33 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
- * examples/deploy is the chart rendered with its default values, one file per template, and nothing
- * else: this test fails when a file differs from a fresh render, is missing, or is left over. After
- * changing the chart, write the directory anew with
+ * examples/deploy is the chart rendered with its default values, and examples/deploy-kai with {@code
+ * vgpu.kai.enabled=true} (vgpu as the isolation layer under KAI Scheduler), one file per template, and
+ * nothing else: this test fails when a file differs from a fresh render, is missing, or is left over.
+ * After changing the chart, write both directories anew with
  * {@code ./mvnw -pl examples -am test -Dtest=DeployDirectoryTest -Dsurefire.failIfNoSpecifiedTests=false -Dvgpu.deploy.update=true}.
  */
 class DeployDirectoryTest {
   static final Path DEPLOY = Path.of("deploy");
+  static final Path DEPLOY_KAI = Path.of("deploy-kai");
 
-  /** The files the directory must hold: file name to content. */
+  /** The files examples/deploy must hold: file name to content. */
   static Map<String, String> rendered() {
+    return rendered(RenderedChart.defaults(), "the chart's default values");
+  }
+
+  /** The files examples/deploy-kai must hold: file name to content. */
+  static Map<String, String> renderedKai() {
+    return rendered(RenderedChart.kai(), "the chart's default values and vgpu.kai.enabled=true");
+  }
+
+  private static Map<String, String> rendered(RenderedChart chart, String values) {
     Map<String, StringBuilder> files = new LinkedHashMap<>();
-    for (Document d : RenderedChart.defaults().documents()) {
+    for (Document d : chart.documents()) {
       String file = d.template().replace('/', '-');
-      StringBuilder text = files.computeIfAbsent(file, f -> new StringBuilder(header(d.template())));
-      if (text.length() > header(d.template()).length()) {
+      String header = header(d.template(), values);
+      StringBuilder text = files.computeIfAbsent(file, f -> new StringBuilder(header));
+      if (text.length() > header.length()) {
         text.append("---\n");
       }
       text.append(d.yaml().endsWith("\n") ? d.yaml() : d.yaml() + "\n");
@@ -36,34 +48,43 @@ class DeployDirectoryTest {
     return out;
   }
 
-  private static String header(String template) {
-    return "# Rendered by Helm from charts/vgpu/templates/" + template + " with the chart's default values (release "
+  private static String header(String template, String values) {
+    return "# Rendered by Helm from charts/vgpu/templates/" + template + " with " + values + " (release "
         + RenderedChart.RELEASE + ", namespace " + RenderedChart.NAMESPACE + ", Kubernetes " + RenderedChart.KUBE_VERSION + ").\n"
         + "# Do not edit: change the chart; DeployDirectoryTest fails until this directory is rendered anew (see README.md).\n";
   }
 
   @Test
   void theDirectoryIsTheChartsRenderForDefaultValues() throws Exception {
-    Map<String, String> expected = rendered();
+    check(DEPLOY, rendered());
+  }
+
+  @Test
+  void theKaiDirectoryIsTheChartsRenderInTheKaiRole() throws Exception {
+    check(DEPLOY_KAI, renderedKai());
+  }
+
+  private static void check(Path deploy, Map<String, String> expected) throws Exception {
     if (Boolean.getBoolean("vgpu.deploy.update")) {
-      try (Stream<Path> old = Files.list(DEPLOY)) {
+      Files.createDirectories(deploy);
+      try (Stream<Path> old = Files.list(deploy)) {
         for (Path file : old.filter(f -> f.toString().endsWith(".yaml")).toList()) {
           Files.delete(file);
         }
       }
       for (Map.Entry<String, String> e : expected.entrySet()) {
-        Files.writeString(DEPLOY.resolve(e.getKey()), e.getValue());
+        Files.writeString(deploy.resolve(e.getKey()), e.getValue());
       }
     }
     Map<String, String> actual = new TreeMap<>();
-    try (Stream<Path> files = Files.list(DEPLOY)) {
+    try (Stream<Path> files = Files.list(deploy)) {
       for (Path file : files.filter(f -> f.toString().endsWith(".yaml")).toList()) {
         actual.put(file.getFileName().toString(), Files.readString(file));
       }
     }
-    assertThat(actual.keySet()).as("files of examples/deploy").containsExactlyElementsOf(expected.keySet());
+    assertThat(actual.keySet()).as("files of examples/" + deploy).containsExactlyElementsOf(expected.keySet());
     for (Map.Entry<String, String> e : expected.entrySet()) {
-      assertThat(actual.get(e.getKey())).as("examples/deploy/" + e.getKey() + " differs from the chart's render").isEqualTo(e.getValue());
+      assertThat(actual.get(e.getKey())).as("examples/" + deploy + "/" + e.getKey() + " differs from the chart's render").isEqualTo(e.getValue());
     }
   }
 }

@@ -69,6 +69,11 @@ public final class RenderedChart {
       return new Options(List.of(), Map.of(), KUBE_VERSION, RELEASE);
     }
 
+    /** Default values with vgpu in the KAI role ({@code vgpu.kai.enabled=true}), as examples/deploy-kai holds them. */
+    public static Options kai() {
+      return defaults().with("vgpu.kai.enabled", "true");
+    }
+
     /** These options with a values file after the others. */
     public Options values(Path file) {
       List<Path> files = new ArrayList<>(valuesFiles);
@@ -105,6 +110,11 @@ public final class RenderedChart {
   /** The chart rendered with these options (each distinct render once per test run). */
   public static RenderedChart render(Options options) {
     return CACHE.computeIfAbsent(options, RenderedChart::renderNow);
+  }
+
+  /** The chart rendered with default values and {@code vgpu.kai.enabled=true}. */
+  public static RenderedChart kai() {
+    return render(Options.kai());
   }
 
   /** The chart rendered with default values. */

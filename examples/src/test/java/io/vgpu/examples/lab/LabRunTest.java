@@ -86,7 +86,7 @@ class LabRunTest {
   }
 
   @ParameterizedTest
-  @ValueSource(strings = {"cluster/01-default-scheduler.yaml", "cluster/02-nvidia-runtime.yaml"})
+  @ValueSource(strings = {"cluster/01-default-scheduler.yaml", "cluster/02-nvidia-runtime.yaml", "cluster/04-kubelet-env-and-volumes.yaml"})
   void theClustersOtherPartsBehaveAsOnARealNode(String file) throws Exception {
     runAndCheck(file);
   }

@@ -54,8 +54,32 @@ public final class DevicePluginCommand implements Callable<Integer> {
       description = "The Secret holding the scheduler's grant key: Allocate serves, and the watchdog honours, only grants the scheduler signed. Without it grants are taken as written.")
   @Nullable String grantKeySecret;
 
+  @Option(
+      names = "--stack",
+      defaultValue = "hami",
+      paramLabel = "hami|kai",
+      description = "Which scheduler the agent serves: hami (vgpu's own; sharing slots per card, grants through Allocate) or kai (KAI Scheduler: whole cards as nvidia.com/gpu, KAI fraction containers' grants written from KAI's decisions) (default ${DEFAULT-VALUE}).")
+  String stack;
+
+  @Option(
+      names = "--pod-resources-socket",
+      defaultValue = "/var/lib/kubelet/pod-resources/kubelet.sock",
+      description = "kubelet's PodResources API socket, read under --stack kai to learn which whole cards each container holds (default ${DEFAULT-VALUE}).")
+  Path podResourcesSocket;
+
+  /** {@code --stack} parsed; one line naming the value otherwise. */
+  static NodeAgent.Stack stack(String value) {
+    for (NodeAgent.Stack s : NodeAgent.Stack.values()) {
+      if (s.key().equals(value)) {
+        return s;
+      }
+    }
+    throw new InputException("--stack '" + value + "' is not one of hami, kai");
+  }
+
   @Override
   public Integer call() throws Exception {
+    NodeAgent.Stack chosen = stack(stack);
     String node = nodeName != null ? nodeName : System.getenv("NODE_NAME");
     if (node == null || node.isEmpty()) {
       throw new InputException("--node-name is not given and NODE_NAME is not set");
@@ -79,7 +103,7 @@ public final class DevicePluginCommand implements Callable<Integer> {
       throw new InputException(e.getMessage());
     }
     CountDownLatch stopped = new CountDownLatch(1);
-    NodeAgent.Options options = new NodeAgent.Options(node, hook, pluginDirectory, "nvidia-gpu.sock", metricsBind, true);
+    NodeAgent.Options options = new NodeAgent.Options(node, hook, pluginDirectory, "nvidia-gpu.sock", metricsBind, true, chosen, podResourcesSocket);
     try (NodeAgent agent = NodeAgent.start(options, config, devices, client, grants, Clock.systemUTC())) {
       Runtime.getRuntime().addShutdownHook(new Thread(stopped::countDown, "vgpu-node-agent-shutdown"));
       stopped.await();

@@ -4,32 +4,59 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.vgpu.k8s.config.DeviceConfig;
 import io.vgpu.k8s.config.DeviceConfigReader;
 import io.vgpu.k8s.grant.GrantKeySecret;
+import io.vgpu.k8s.scheduler.KaiWebhookServer;
 import io.vgpu.k8s.scheduler.SchedulerOptions;
 import io.vgpu.k8s.scheduler.SchedulerServer;
 import io.vgpu.k8s.yaml.InputException;
+import io.vgpu.nvidia.HookLayout;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import org.jspecify.annotations.Nullable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 /**
  * {@code vgpu scheduler}: the scheduler extender and admission webhook. Flags carry HAMi's names and
- * defaults so HAMi's Helm values work unchanged.
+ * defaults so HAMi's Helm values work unchanged. With {@code --stack kai} it is vgpu's webhook under KAI
+ * Scheduler alone ({@link KaiWebhookServer}); the extender's flags are then refused, one line each.
  */
 @Command(
     name = "scheduler",
     mixinStandardHelpOptions = true,
-    description = "Serve the kube-scheduler extender (/filter, /bind), the admission webhook (/webhook), and metrics with the health probes (/metrics, /healthz, /readyz).")
+    description = "Serve the kube-scheduler extender (/filter, /bind), the admission webhook (/webhook), and metrics with the health probes (/metrics, /healthz, /readyz)."
+        + " With --stack kai: only the webhook for the pods KAI Scheduler shares, and the health probes.")
 public final class SchedulerCommand implements Callable<Integer> {
+  /** The flags of the extender, the ledger and leadership: meaningless, so refused, with {@code --stack kai}. */
+  static final List<String> HAMI_STACK_ONLY =
+      List.of(
+          "--extender-bind-address", "--client-ca-file", "--scheduler-name", "--node-scheduler-policy", "--gpu-scheduler-policy", "--device-config-file",
+          "--node-lock-timeout", "--node-lock-retry-timeout", "--leader-elect", "--leader-elect-resource-name", "--leader-elect-resource-namespace",
+          "--stale-reservation-timeout", "--node-label-selector", "--legacy-metrics", "--force-overwrite-default-scheduler", "--place-cpu-only-pods",
+          "--grant-key-secret", "--sync-timeout");
+
+  @Spec
+  @Nullable CommandSpec spec;
+
+  @Option(
+      names = "--stack",
+      defaultValue = "hami",
+      description = "hami: vgpu schedules (extender and webhook). kai: KAI Scheduler schedules and shares; serve only the webhook that gives the pods KAI shares vgpu's isolation (default ${DEFAULT-VALUE}).")
+  String stack;
+
+  @Option(names = "--hook-path", description = "With --stack kai: where the node agents install the interposer, <hook>/vgpu (default: HOOK_PATH, else /usr/local).")
+  @Nullable Path hookPath;
+
   @Option(names = "--http_bind", defaultValue = "127.0.0.1:8080", description = "Webhook address, and the extender's unless --extender-bind-address is given (default ${DEFAULT-VALUE}).")
   String httpBind;
 
@@ -113,6 +140,15 @@ public final class SchedulerCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
+    if (!stack.equals("hami") && !stack.equals("kai")) {
+      throw new InputException("--stack: '" + stack + "' is not one of hami, kai");
+    }
+    if (stack.equals("kai")) {
+      return serveKai();
+    }
+    if (hookPath != null) {
+      throw new InputException("--hook-path applies only with --stack kai (in the hami stack the node agent alone mounts the interposer)");
+    }
     DeviceConfig config = DeviceConfig.DEFAULT;
     if (deviceConfigFile != null) {
       config = new DeviceConfigReader(java.util.Set.of("fgd", "vgpu", "bestfit", "random")).readFile(deviceConfigFile);
@@ -157,6 +193,50 @@ public final class SchedulerCommand implements Callable<Integer> {
       throw new InputException(e.getMessage());
     } catch (IOException e) {
       // A listener that cannot bind, a grant key that cannot be read or made: the message says which.
+      throw new UnavailableException(e.getMessage());
+    } finally {
+      client.close();
+    }
+    return 0;
+  }
+
+  /** {@code --stack kai}: the webhook and the probes, nothing else. */
+  private int serveKai() throws Exception {
+    if (spec != null) {
+      for (String flag : HAMI_STACK_ONLY) {
+        if (spec.commandLine().getParseResult().hasMatchedOption(flag)) {
+          throw new InputException(flag + " applies only with --stack hami: with --stack kai vgpu serves no extender");
+        }
+      }
+    }
+    String hook = hookPath != null ? hookPath.toString() : System.getenv().getOrDefault("HOOK_PATH", "/usr/local");
+    HookLayout layout;
+    try {
+      layout = new HookLayout(hook);
+    } catch (IllegalArgumentException e) {
+      throw new InputException((hookPath != null ? "--hook-path: " : "HOOK_PATH: ") + e.getMessage());
+    }
+    SchedulerOptions options;
+    try {
+      options = SchedulerOptions.defaults().withBinds(httpBind, metricsBind);
+      if (certFile != null || keyFile != null) {
+        if (certFile == null || keyFile == null) {
+          throw new IllegalArgumentException("--cert_file and --key_file must be given together");
+        }
+        options = options.withTls(certFile, keyFile);
+      }
+      options = options.withExtender("", Optional.empty(), Optional.ofNullable(webhookClientCaFile));
+    } catch (IllegalArgumentException e) {
+      throw new InputException(e.getMessage());
+    }
+    KubernetesClient client = ClusterConnection.connect(kubeconfig);
+    CountDownLatch stopped = new CountDownLatch(1);
+    try (KaiWebhookServer server = KaiWebhookServer.start(options, layout, client, Clock.systemUTC())) {
+      Runtime.getRuntime().addShutdownHook(new Thread(stopped::countDown, "vgpu-scheduler-shutdown"));
+      stopped.await();
+    } catch (IllegalArgumentException e) {
+      throw new InputException(e.getMessage());
+    } catch (IOException e) {
       throw new UnavailableException(e.getMessage());
     } finally {
       client.close();

@@ -11,8 +11,10 @@ import java.util.function.Consumer;
 
 /**
  * What the plugin advertises to kubelet: every card once per sharing slot, as {@code <UUID>-<i>} for
- * {@code i} below its split count (HAMi's replica IDs), each with its card's health and, when enabled,
- * its NUMA node. Listeners (kubelet's ListAndWatch streams) hear every change.
+ * {@code i} below its split count (HAMi's replica IDs), or, {@linkplain #wholeCards() for whole cards}
+ * (the node agent under KAI Scheduler, as NVIDIA's device plugin), every card once by its UUID; each
+ * with its card's health and, when enabled, its NUMA node. Listeners (kubelet's ListAndWatch streams)
+ * hear every change.
  */
 public final class AdvertisedDevices {
   /** Health words kubelet understands. */
@@ -22,13 +24,28 @@ public final class AdvertisedDevices {
   public static final String UNHEALTHY = "Unhealthy";
 
   private final boolean numaTopology;
+  private final boolean wholeCards;
   private final List<Consumer<ListAndWatchResponse>> listeners = new CopyOnWriteArrayList<>();
   private volatile List<SchedulableDevice> devices = List.of();
   private volatile ListAndWatchResponse current = ListAndWatchResponse.getDefaultInstance();
 
   /** Advertises devices, with NUMA topology when {@code numaTopology} (HAMi's {@code enableNumaTopology}). */
   public AdvertisedDevices(boolean numaTopology) {
+    this(numaTopology, false);
+  }
+
+  /**
+   * Advertises devices, with NUMA topology when {@code numaTopology}; with {@code wholeCards} each card
+   * once, its ID its UUID, whatever its split count.
+   */
+  public AdvertisedDevices(boolean numaTopology, boolean wholeCards) {
     this.numaTopology = numaTopology;
+    this.wholeCards = wholeCards;
+  }
+
+  /** Whether each card is advertised once, by its UUID. */
+  public boolean wholeCards() {
+    return wholeCards;
   }
 
   /** Replaces the device set; listeners hear of it only when something kubelet sees changed. */
@@ -64,8 +81,9 @@ public final class AdvertisedDevices {
   private ListAndWatchResponse render(List<SchedulableDevice> cards) {
     ListAndWatchResponse.Builder out = ListAndWatchResponse.newBuilder();
     for (SchedulableDevice card : cards) {
-      for (int i = 0; i < card.splitCount(); i++) {
-        Device.Builder d = Device.newBuilder().setID(replicaId(card.uuid(), i)).setHealth(card.healthy() ? HEALTHY : UNHEALTHY);
+      int ids = wholeCards ? 1 : card.splitCount();
+      for (int i = 0; i < ids; i++) {
+        Device.Builder d = Device.newBuilder().setID(wholeCards ? card.uuid() : replicaId(card.uuid(), i)).setHealth(card.healthy() ? HEALTHY : UNHEALTHY);
         if (numaTopology) {
           d.setTopology(TopologyInfo.newBuilder().addNodes(NUMANode.newBuilder().setID(card.numa())));
         }

@@ -24,11 +24,24 @@ import org.slf4j.LoggerFactory;
 public final class DevicePluginService extends DevicePluginGrpc.DevicePluginImplBase {
   private static final Logger LOG = LoggerFactory.getLogger(DevicePluginService.class);
 
+  /** What answers kubelet's Allocate and GetPreferredAllocation. */
+  public interface Allocator {
+    /**
+     * Answers Allocate.
+     *
+     * @throws PodAllocator.AllocationException when the request must be refused; the message says why
+     */
+    AllocateResponse allocate(AllocateRequest request) throws PodAllocator.AllocationException;
+
+    /** Answers GetPreferredAllocation; never refuses. */
+    PreferredAllocationResponse preferred(PreferredAllocationRequest request);
+  }
+
   private final AdvertisedDevices devices;
-  private final PodAllocator allocator;
+  private final Allocator allocator;
 
   /** A service advertising {@code devices} and allocating with {@code allocator}. */
-  public DevicePluginService(AdvertisedDevices devices, PodAllocator allocator) {
+  public DevicePluginService(AdvertisedDevices devices, Allocator allocator) {
     this.devices = devices;
     this.allocator = allocator;
   }

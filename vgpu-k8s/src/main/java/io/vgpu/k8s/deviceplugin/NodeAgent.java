@@ -2,9 +2,11 @@ package io.vgpu.k8s.deviceplugin;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import io.vgpu.api.Device;
 import io.vgpu.api.spi.ContainerContract;
 import io.vgpu.api.spi.ContainerContractProvider;
 import io.vgpu.api.spi.ContractSettings;
@@ -12,16 +14,20 @@ import io.vgpu.api.spi.DeviceSource;
 import io.vgpu.core.DeviceRegistrar;
 import io.vgpu.k8s.config.DeviceConfig;
 import io.vgpu.k8s.grant.PodGrants;
+import io.vgpu.k8s.kai.KaiGrantWriter;
 import io.vgpu.k8s.scheduler.EventRecorder;
 import io.vgpu.k8s.scheduler.NodeLock;
 import io.vgpu.k8s.server.HttpService;
 import io.vgpu.k8s.watchdog.GpuProcesses;
 import io.vgpu.k8s.watchdog.HostProcesses;
+import io.vgpu.k8s.watchdog.KubeletPodResources;
 import io.vgpu.k8s.watchdog.MemoryWatchdog;
 import io.vgpu.k8s.watchdog.WatchdogMetrics;
+import io.vgpu.k8s.watchdog.WholeCardGrants;
 import io.vgpu.nvidia.HookLayout;
 import io.vgpu.nvidia.HostPreparation;
 import io.vgpu.nvidia.Interposer;
+import io.vgpu.nvidia.NvidiaContainerContract;
 import io.vgpu.nvidia.NvidiaDeviceSource;
 import io.vgpu.nvidia.NvmlDevice;
 import io.vgpu.nvidia.NvmlException;
@@ -37,7 +43,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.OptionalLong;
 import java.util.ServiceLoader;
 import java.util.Set;
@@ -62,6 +70,8 @@ public final class NodeAgent implements AutoCloseable {
   private static final Duration REGISTER_RETRY = Duration.ofSeconds(5);
   private static final Duration KUBELET_CHECK = Duration.ofSeconds(2);
   private static final Duration CLEANUP_INTERVAL = Duration.ofSeconds(60);
+  /** How often KAI fraction pods still without a grant are looked at again, besides on every pod change. */
+  private static final Duration KAI_RECONCILE = Duration.ofSeconds(2);
 
   /**
    * How the agent runs.
@@ -74,7 +84,36 @@ public final class NodeAgent implements AutoCloseable {
    * @param fieldSelector whether to ask the API server for this node's pods only (off for test servers
    *     that cannot evaluate {@code spec.nodeName} selectors)
    */
-  public record Options(String nodeName, Path hookPath, Path pluginDirectory, String endpoint, String metricsBind, boolean fieldSelector) {}
+  public record Options(
+      String nodeName, Path hookPath, Path pluginDirectory, String endpoint, String metricsBind, boolean fieldSelector, Stack stack, Path podResourcesSocket) {
+    /** kubelet's PodResources socket, where kubelet serves it by default. */
+    public static final Path DEFAULT_POD_RESOURCES_SOCKET = Path.of("/var/lib/kubelet/pod-resources/kubelet.sock");
+
+    /** Options for vgpu's own stack ({@link Stack#HAMI}). */
+    public Options(String nodeName, Path hookPath, Path pluginDirectory, String endpoint, String metricsBind, boolean fieldSelector) {
+      this(nodeName, hookPath, pluginDirectory, endpoint, metricsBind, fieldSelector, Stack.HAMI, DEFAULT_POD_RESOURCES_SOCKET);
+    }
+  }
+
+  /** Which scheduler the agent serves. */
+  public enum Stack {
+    /**
+     * vgpu's scheduler (HAMi's protocol): sharing slots advertised per card, Allocate serves the
+     * scheduler's signed grant through the interposer.
+     */
+    HAMI,
+    /**
+     * KAI Scheduler: whole cards advertised as NVIDIA's device plugin does; KAI's fraction containers
+     * get their grant from {@link KaiGrantWriter}; the watchdog learns the whole cards from kubelet's
+     * PodResources API.
+     */
+    KAI;
+
+    /** {@code hami} or {@code kai}, as {@code --stack} takes it. */
+    public String key() {
+      return name().toLowerCase(java.util.Locale.ROOT);
+    }
+  }
 
   private final KubernetesClient client;
   private final Options options;
@@ -88,6 +127,8 @@ public final class NodeAgent implements AutoCloseable {
   private final DeviceSource.Subscription health;
   private final @Nullable HttpService monitor;
   private final @Nullable MemoryWatchdog watchdog;
+  private final @Nullable KaiGrantWriter kaiGrants;
+  private final @Nullable KubeletPodResources podResources;
 
   private NodeAgent(Builder b) {
     this.client = b.client;
@@ -102,6 +143,8 @@ public final class NodeAgent implements AutoCloseable {
     this.health = b.health;
     this.monitor = b.monitor;
     this.watchdog = b.watchdog;
+    this.kaiGrants = b.kaiGrants;
+    this.podResources = b.podResources;
   }
 
   private static final class Builder {
@@ -117,6 +160,8 @@ public final class NodeAgent implements AutoCloseable {
     DeviceSource.Subscription health;
     HttpService monitor;
     MemoryWatchdog watchdog;
+    KaiGrantWriter kaiGrants;
+    KubeletPodResources podResources;
   }
 
   /**
@@ -155,11 +200,17 @@ public final class NodeAgent implements AutoCloseable {
       settings = settings.withDeviceSpecs(settings.devRoot(), nvidia.deviceNodes());
     }
     ContainerContract contract = contractFor(config.schema().vendor(), settings);
-    b.advertised = new AdvertisedDevices(config.enableNumaTopology());
+    boolean kai = options.stack() == Stack.KAI;
+    if (kai && !(contract instanceof NvidiaContainerContract)) {
+      throw new IllegalStateException("--stack kai serves NVIDIA cards only, not vendor " + config.schema().vendor());
+    }
+    b.advertised = new AdvertisedDevices(config.enableNumaTopology(), kai);
     b.registrar = new NodeRegistrar(client, options.nodeName(), source, new DeviceRegistrar(config.schema().vendor()), config.sharing(), b.advertised);
     EventRecorder events = new EventRecorder(client, "vgpu-device-plugin", clock);
-    PodAllocator allocator =
-        new PodAllocator(
+    DevicePluginService.Allocator allocator =
+        kai
+            ? new WholeCardAllocator(b.advertised, ((NvidiaContainerContract) contract)::wholeCards)
+            : new PodAllocator(
             client,
             options.nodeName(),
             config.schema().countResource(),
@@ -197,6 +248,9 @@ public final class NodeAgent implements AutoCloseable {
               return t;
             });
     PrometheusRegistry registry = options.metricsBind().isEmpty() ? null : new PrometheusRegistry();
+    if (kai) {
+      b.podResources = new KubeletPodResources(options.podResourcesSocket(), config.schema().countResource(), Duration.ofSeconds(5));
+    }
     if (source instanceof NvidiaDeviceSource nvidia) {
       b.watchdog =
           new MemoryWatchdog(
@@ -206,12 +260,17 @@ public final class NodeAgent implements AutoCloseable {
               b.layout,
               grants,
               options.nodeName(),
+              kai ? new WholeCardGrants(b.podResources::list, config.schema().countResource(), () -> cardMiB(source).keySet()) : null,
               HostProcesses.procfs(),
               events::warning,
               registry == null ? new WatchdogMetrics() : new WatchdogMetrics(registry),
               clock);
     } else {
       LOG.info("device source {} reads no NVML: no memory watchdog", source.name());
+    }
+    if (kai) {
+      b.kaiGrants =
+          new KaiGrantWriter(client, options.nodeName(), b.layout, (NvidiaContainerContract) contract, () -> b.pods.getIndexer().list(), () -> cardMiB(source), events::warning);
     }
     if (registry != null) {
       HookLayout layout = b.layout;
@@ -223,7 +282,8 @@ public final class NodeAgent implements AutoCloseable {
               (uid, container) -> Path.of(layout.containerDirectory(uid, container), HookLayout.REGION_NAME),
               hostGpus(source),
               watchdog == null ? (uid, container, uuid) -> OptionalLong.empty() : watchdog::nvmlBytes,
-              clock));
+              clock,
+              () -> kaiGranted(b.kaiGrants)));
       InetSocketAddress address = HttpService.parseAddress("--metrics-bind-address", options.metricsBind());
       b.monitor = HttpService.builder(address).name("monitor").threads(2).route("GET", "/metrics", r -> metrics(registry)).start();
     }
@@ -231,7 +291,38 @@ public final class NodeAgent implements AutoCloseable {
     b.health = source.watchHealth(devices -> b.background.execute(() -> self[0].registrarPassOk()));
     NodeAgent agent = new NodeAgent(b);
     self[0] = agent;
-    agent.scheduleRegistration(Duration.ZERO);
+    if (kai) {
+      // KAI reads nvidia.com/gpu.memory when it places a fraction: the labels are on the node before
+      // kubelet hears of a single card.
+      while (!agent.registrarPassOk()) {
+        try {
+          Thread.sleep(REGISTER_RETRY.toMillis());
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          agent.close();
+          throw new IOException("interrupted before node " + options.nodeName() + " was labelled", e);
+        }
+      }
+      agent.scheduleRegistration(REGISTER_INTERVAL);
+      KaiGrantWriter writer = b.kaiGrants;
+      b.pods.addEventHandler(new ResourceEventHandler<Pod>() {
+        @Override
+        public void onAdd(Pod pod) {
+          b.background.execute(writer::reconcile);
+        }
+
+        @Override
+        public void onUpdate(Pod before, Pod after) {
+          b.background.execute(writer::reconcile);
+        }
+
+        @Override
+        public void onDelete(Pod pod, boolean unknownFinalState) {}
+      });
+      b.background.scheduleWithFixedDelay(writer::reconcile, 0, KAI_RECONCILE.toMillis(), TimeUnit.MILLISECONDS);
+    } else {
+      agent.scheduleRegistration(Duration.ZERO);
+    }
     b.background.scheduleWithFixedDelay(agent::keepRegistered, 0, KUBELET_CHECK.toMillis(), TimeUnit.MILLISECONDS);
     b.background.scheduleWithFixedDelay(agent::cleanUp, CLEANUP_INTERVAL.toMillis(), CLEANUP_INTERVAL.toMillis(), TimeUnit.MILLISECONDS);
     if (b.watchdog != null) {
@@ -239,6 +330,26 @@ public final class NodeAgent implements AutoCloseable {
     }
     LOG.info("vgpu node agent for {} serving {} in {}", options.nodeName(), config.schema().countResource(), options.pluginDirectory());
     return agent;
+  }
+
+  /** The KAI fraction containers holding a grant, for the monitor; none under vgpu's own stack. */
+  private static List<NodeMonitor.GrantedContainer> kaiGranted(@Nullable KaiGrantWriter writer) {
+    if (writer == null) {
+      return List.of();
+    }
+    return writer.granted().stream().map(g -> new NodeMonitor.GrantedContainer(g.pod(), g.container(), g.devices())).toList();
+  }
+
+  /** This node's cards present now, each with the MiB its driver reports. */
+  private static Map<String, Long> cardMiB(DeviceSource source) {
+    Set<String> lost = source.lostDevices();
+    Map<String, Long> out = new LinkedHashMap<>();
+    for (Device d : source.devices()) {
+      if (!lost.contains(d.uuid())) {
+        out.put(d.uuid(), (long) d.memoryMiB());
+      }
+    }
+    return out;
   }
 
   /** The vendor's contract, found through {@link ServiceLoader}. */
@@ -327,6 +438,7 @@ public final class NodeAgent implements AutoCloseable {
     }
     removeStale(Path.of(layout.vgpuDirectory(), "containers"), live);
     removeStale(Path.of(layout.vgpuDirectory(), "limits"), live);
+    removeStale(Path.of(layout.kaiGrantsDirectory()), live);
   }
 
   private static void removeStale(Path directory, Set<String> liveUids) {
@@ -356,10 +468,18 @@ public final class NodeAgent implements AutoCloseable {
     }
   }
 
+  /** The writer of KAI fraction containers' grants, under {@link Stack#KAI}; null otherwise. */
+  public @Nullable KaiGrantWriter kaiGrants() {
+    return kaiGrants;
+  }
+
   @Override
   public void close() {
     if (watchdog != null) {
       watchdog.close();
+    }
+    if (podResources != null) {
+      podResources.close();
     }
     health.close();
     background.shutdownNow();

@@ -59,6 +59,16 @@ public final class NodeMonitor implements MultiCollector {
    */
   public record HostGpu(int index, String uuid, String type, long memoryUsedBytes, int utilizationPercent, int memoryUtilizationPercent) {}
 
+  /**
+   * A container granted cards by other means than the scheduler's annotation (a KAI fraction
+   * container's grant file), reported like the others.
+   *
+   * @param pod its pod
+   * @param container its name
+   * @param devices its cards in ordinal order, each with its MiB
+   */
+  public record GrantedContainer(Pod pod, String container, List<DeviceGrant> devices) {}
+
   /** What the driver charges to a container's processes on a card (the node watchdog's figure). */
   @FunctionalInterface
   public interface DriverMemory {
@@ -73,6 +83,7 @@ public final class NodeMonitor implements MultiCollector {
   private final DriverMemory driver;
   private final Clock clock;
   private final Consumer<String> report;
+  private final Supplier<List<GrantedContainer>> others;
   /** Containers whose region file was reported bad, so each is reported once. */
   private final Set<String> reported = ConcurrentHashMap.newKeySet();
 
@@ -84,7 +95,7 @@ public final class NodeMonitor implements MultiCollector {
    *     container name
    */
   public NodeMonitor(String node, Supplier<List<Pod>> pods, BiFunction<String, String, Path> regionOf, HostGpus host, Clock clock) {
-    this(node, pods, regionOf, host, (uid, container, uuid) -> OptionalLong.empty(), clock, LOG::warn);
+    this(node, pods, regionOf, host, (uid, container, uuid) -> OptionalLong.empty(), clock, LOG::warn, List::of);
   }
 
   /**
@@ -92,17 +103,34 @@ public final class NodeMonitor implements MultiCollector {
    * ({@code hami_vgpu_memory_nvml_used_bytes}).
    */
   public NodeMonitor(String node, Supplier<List<Pod>> pods, BiFunction<String, String, Path> regionOf, HostGpus host, DriverMemory driver, Clock clock) {
-    this(node, pods, regionOf, host, driver, clock, LOG::warn);
+    this(node, pods, regionOf, host, driver, clock, LOG::warn, List::of);
+  }
+
+  /**
+   * A monitor that also reports {@code others}, the containers granted outside the scheduler's
+   * annotation (KAI fraction containers), under the same names.
+   */
+  public NodeMonitor(
+      String node, Supplier<List<Pod>> pods, BiFunction<String, String, Path> regionOf, HostGpus host, DriverMemory driver, Clock clock, Supplier<List<GrantedContainer>> others) {
+    this(node, pods, regionOf, host, driver, clock, LOG::warn, others);
   }
 
   /** A monitor without driver figures, with bad region files reported to {@code report} (one line each) instead of the log. */
   NodeMonitor(String node, Supplier<List<Pod>> pods, BiFunction<String, String, Path> regionOf, HostGpus host, Clock clock, Consumer<String> report) {
-    this(node, pods, regionOf, host, (uid, container, uuid) -> OptionalLong.empty(), clock, report);
+    this(node, pods, regionOf, host, (uid, container, uuid) -> OptionalLong.empty(), clock, report, List::of);
   }
 
   private NodeMonitor(
-      String node, Supplier<List<Pod>> pods, BiFunction<String, String, Path> regionOf, HostGpus host, DriverMemory driver, Clock clock, Consumer<String> report) {
+      String node,
+      Supplier<List<Pod>> pods,
+      BiFunction<String, String, Path> regionOf,
+      HostGpus host,
+      DriverMemory driver,
+      Clock clock,
+      Consumer<String> report,
+      Supplier<List<GrantedContainer>> others) {
     this.report = report;
+    this.others = others;
     this.node = node;
     this.pods = pods;
     this.regionOf = regionOf;
@@ -145,44 +173,53 @@ public final class NodeMonitor implements MultiCollector {
       containers.addAll(pod.getSpec().getContainers());
       for (int c = 0; c < perContainer.size() && c < containers.size(); c++) {
         List<DeviceGrant> devices = perContainer.get(c);
-        if (devices.isEmpty()) {
-          continue;
+        if (!devices.isEmpty()) {
+          container(f, pod, containers.get(c).getName(), devices, nowNanos, seen);
         }
-        String container = containers.get(c).getName();
-        String key = pod.getMetadata().getUid() + "/" + container;
-        seen.add(key);
-        Optional<List<SharedRegion.DeviceUsage>> region = region(pod, container, key);
-        for (int i = 0; i < devices.size(); i++) {
-          DeviceGrant grant = devices.get(i);
-          SharedRegion.DeviceUsage usage = usageOf(region, i);
-          String[] labels = {
-            "namespace", pod.getMetadata().getNamespace(), "pod", pod.getMetadata().getName(), "container", container,
-            "vdevice_index", Integer.toString(i), "device_uuid", grant.uuid()
-          };
-          long used = usage == null ? 0 : usage.memoryUsed();
-          long limit = (long) (grant.memoryMiB() * MIB);
-          long context = usage == null ? 0 : Math.min(usage.contextBytes(), used);
-          f.gauge("hami_vgpu_memory_used_bytes", "vGPU device memory usage", used, labels);
-          OptionalLong nvml = driver.usedBytes(pod.getMetadata().getUid(), container, grant.uuid());
-          if (nvml.isPresent()) {
-            f.gauge("hami_vgpu_memory_nvml_used_bytes", "vGPU device memory usage as NVML charges it to the container's processes", nvml.getAsLong(), labels);
-          }
-          f.gauge("hami_vgpu_memory_limit_bytes", "vGPU device memory limit", limit, labels);
-          f.gauge("hami_container_device_memory_bytes", "Container device memory usage in bytes", used, labels);
-          f.gauge("hami_container_device_utilization_ratio", "Container device SM utilization ratio", usage == null ? 0 : usage.smUtilPermille() / 10.0, labels);
-          f.gauge("hami_vgpu_memory_context_bytes", "Container device memory context size in bytes", context, labels);
-          f.gauge("hami_vgpu_memory_module_bytes", "Container device memory module size in bytes", 0, labels);
-          f.gauge("hami_vgpu_memory_buffer_bytes", "Container device memory buffer size in bytes", used - context, labels);
-          if (usage != null && usage.lastKernelNanos() > 0) {
-            f.gauge("hami_container_last_kernel_elapsed_seconds", "Seconds since last kernel execution in container",
-                Math.max(0, (nowNanos - usage.lastKernelNanos()) / 1e9), labels);
-          }
-        }
+      }
+    }
+    for (GrantedContainer g : others.get()) {
+      String phase = g.pod().getStatus() == null ? "" : String.valueOf(g.pod().getStatus().getPhase());
+      if (!phase.equals("Succeeded") && !phase.equals("Failed") && !seen.contains(g.pod().getMetadata().getUid() + "/" + g.container())) {
+        container(f, g.pod(), g.container(), g.devices(), nowNanos, seen);
       }
     }
     // Forget containers that are gone, so the set stays as small as the node's pods.
     reported.retainAll(seen);
     return f.build();
+  }
+
+  /** One granted container's series. */
+  private void container(ZonedGauges f, Pod pod, String container, List<DeviceGrant> devices, long nowNanos, Set<String> seen) {
+    String key = pod.getMetadata().getUid() + "/" + container;
+    seen.add(key);
+    Optional<List<SharedRegion.DeviceUsage>> region = region(pod, container, key);
+    for (int i = 0; i < devices.size(); i++) {
+      DeviceGrant grant = devices.get(i);
+      SharedRegion.DeviceUsage usage = usageOf(region, i);
+      String[] labels = {
+        "namespace", pod.getMetadata().getNamespace(), "pod", pod.getMetadata().getName(), "container", container,
+        "vdevice_index", Integer.toString(i), "device_uuid", grant.uuid()
+      };
+      long used = usage == null ? 0 : usage.memoryUsed();
+      long limit = (long) (grant.memoryMiB() * MIB);
+      long context = usage == null ? 0 : Math.min(usage.contextBytes(), used);
+      f.gauge("hami_vgpu_memory_used_bytes", "vGPU device memory usage", used, labels);
+      OptionalLong nvml = driver.usedBytes(pod.getMetadata().getUid(), container, grant.uuid());
+      if (nvml.isPresent()) {
+        f.gauge("hami_vgpu_memory_nvml_used_bytes", "vGPU device memory usage as NVML charges it to the container's processes", nvml.getAsLong(), labels);
+      }
+      f.gauge("hami_vgpu_memory_limit_bytes", "vGPU device memory limit", limit, labels);
+      f.gauge("hami_container_device_memory_bytes", "Container device memory usage in bytes", used, labels);
+      f.gauge("hami_container_device_utilization_ratio", "Container device SM utilization ratio", usage == null ? 0 : usage.smUtilPermille() / 10.0, labels);
+      f.gauge("hami_vgpu_memory_context_bytes", "Container device memory context size in bytes", context, labels);
+      f.gauge("hami_vgpu_memory_module_bytes", "Container device memory module size in bytes", 0, labels);
+      f.gauge("hami_vgpu_memory_buffer_bytes", "Container device memory buffer size in bytes", used - context, labels);
+      if (usage != null && usage.lastKernelNanos() > 0) {
+        f.gauge("hami_container_last_kernel_elapsed_seconds", "Seconds since last kernel execution in container",
+            Math.max(0, (nowNanos - usage.lastKernelNanos()) / 1e9), labels);
+      }
+    }
   }
 
   /** The container's region, if readable; a file that is not a region is reported once per container. */

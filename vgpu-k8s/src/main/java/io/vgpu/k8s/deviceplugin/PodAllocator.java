@@ -74,7 +74,7 @@ import tools.jackson.databind.node.ObjectNode;
  * <p>Calls are serialized: kubelet allocates one container at a time, and the annotation update must
  * not race with itself.
  */
-public final class PodAllocator {
+public final class PodAllocator implements DevicePluginService.Allocator {
   private static final Logger LOG = LoggerFactory.getLogger(PodAllocator.class);
 
   /** The Event reason on a pod whose grant is not the scheduler's. */
@@ -202,6 +202,7 @@ public final class PodAllocator {
    *
    * @throws AllocationException when the call cannot be served; the message names the pods and why
    */
+  @Override
   public synchronized AllocateResponse allocate(AllocateRequest request) throws AllocationException {
     if (request.getContainerRequestsCount() == 0) {
       throw new AllocationException("Allocate on node " + nodeName + " asks for no container");
@@ -321,6 +322,7 @@ public final class PodAllocator {
    * so kubelet's own bookkeeping agrees with the scheduler's. Falls back to kubelet's order when no
    * such pod is known. Records nothing: only Allocate refuses.
    */
+  @Override
   public synchronized PreferredAllocationResponse preferred(PreferredAllocationRequest request) {
     List<List<DeviceGrant>> entries = List.of();
     List<Boolean> unserved = List.of();
@@ -529,7 +531,7 @@ public final class PodAllocator {
     return uid == null || uid.isEmpty() ? PodRefs.of(pod).namespace() + "_" + PodRefs.of(pod).name() : uid;
   }
 
-  private static ContainerAllocateResponse response(ContainerContract.Allocation allocation) {
+  static ContainerAllocateResponse response(ContainerContract.Allocation allocation) {
     ContainerAllocateResponse.Builder r = ContainerAllocateResponse.newBuilder().putAllEnvs(allocation.env());
     for (ContainerContract.Mount m : allocation.mounts()) {
       r.addMounts(Mount.newBuilder().setContainerPath(m.containerPath()).setHostPath(m.hostPath()).setReadOnly(m.readOnly()));

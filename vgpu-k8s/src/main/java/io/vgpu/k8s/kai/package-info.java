@@ -22,6 +22,33 @@
  *   <li>{@code libvgpu.so} finds {@code /etc/vgpu} present and waits a bounded time at {@code cuInit} for
  *       {@code /etc/vgpu/limits}; without it CUDA is refused with one clear line, never unlimited.
  * </ol>
+ *
+ * <p><b>What the node agent trusts, and why</b> ({@link KaiGrantDerivation}, {@link KaiGrantWriter}).
+ * A tenant with the {@code edit} role in its namespace writes its pods' annotations, labels and env,
+ * the ConfigMaps KAI's binder fills (including {@code NVIDIA_VISIBLE_DEVICES} and KAI's own {@code
+ * CUDA_DEVICE_MEMORY_LIMIT}), and every file its containers can reach. None of that sets a grant:
+ *
+ * <ul>
+ *   <li>The fraction container is the one whose mount uses volume {@link KaiKeys#GRANT_VOLUME}: vgpu's
+ *       webhook sets it at CREATE and a pod's spec cannot change afterwards, unlike the {@code
+ *       gpu-fraction-container-name} annotation.
+ *   <li>The portion, the card count, the GPU groups and the node come from the BindRequest named after
+ *       the pod, accepted only when it is owned by the pod's UID, selects this node and is of type
+ *       {@code Fraction}. Only KAI's scheduler writes BindRequests (vgpu's chart adds a
+ *       ValidatingAdmissionPolicy that refuses anyone else's create and update), so a tenant cannot
+ *       forge or enlarge one.
+ *   <li>The card of each group comes from the reservation pod in {@link KaiKeys#RESERVATION_NAMESPACE},
+ *       on this node, labelled with the group: KAI's namespace, where tenants create no pods; and its
+ *       card must be one of this node's, as NVML lists them.
+ *   <li>The MiB of a card come from the raw {@link KaiKeys#NODE_GPU_MEMORY_LABEL} that vgpu's node agent
+ *       itself publishes from NVML (tenants do not write Node labels), and never exceed what NVML
+ *       reports for the card.
+ * </ul>
+ *
+ * The capabilities ConfigMap is only compared with the grant (an Event when they differ); a tenant's
+ * own {@code CUDA_DEVICE_MEMORY_LIMIT} or {@code CUDA_DISABLE_CONTROL} changes nothing, because {@code
+ * libvgpu.so} prefers the limits file. Where a grant cannot be derived, nothing is written and {@code
+ * libvgpu.so} refuses CUDA: a limit fails closed.
  */
 @NullMarked
 package io.vgpu.k8s.kai;

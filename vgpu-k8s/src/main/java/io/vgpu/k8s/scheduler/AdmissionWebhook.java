@@ -33,8 +33,7 @@ public final class AdmissionWebhook {
 
   private static final JsonMapper MAPPER = PodJson.mapper();
 
-  private final AdmissionMutator mutator;
-  private final Function<String, QuotaUsage> quotas;
+  private final Function<Pod, AdmissionResult> decision;
   private final @Nullable EventRecorder events;
 
   /** A webhook deciding with {@code mutator} against the ledger's quotas, logging its denials. */
@@ -47,8 +46,15 @@ public final class AdmissionWebhook {
    * and, for a pod with a name, a Warning Event {@code AdmissionDenied} on it.
    */
   public AdmissionWebhook(AdmissionMutator mutator, Function<String, QuotaUsage> quotas, @Nullable EventRecorder events) {
-    this.mutator = mutator;
-    this.quotas = quotas;
+    this(pod -> mutator.admit(pod, quotas), events);
+  }
+
+  /**
+   * A webhook deciding with {@code decision} (under KAI Scheduler, {@link io.vgpu.k8s.kai.KaiPodMutation});
+   * each denial is one log line and, for a pod with a name, a Warning Event {@code AdmissionDenied} on it.
+   */
+  public AdmissionWebhook(Function<Pod, AdmissionResult> decision, @Nullable EventRecorder events) {
+    this.decision = decision;
     this.events = events;
   }
 
@@ -102,7 +108,7 @@ public final class AdmissionWebhook {
       deny(response, 400, "request.object is not a Pod: " + HttpService.oneLine(e.getOriginalMessage()));
       return;
     }
-    AdmissionResult result = mutator.admit(pod, quotas);
+    AdmissionResult result = decision.apply(pod);
     for (String removed : result.removed()) {
       LOG.info("pod {}/{}: removed {} it was created with: only the scheduler writes it",
           pod.getMetadata().getNamespace(), pod.getMetadata().getName(), removed);

@@ -20,7 +20,9 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.regex.Matcher;
+import java.util.function.Supplier;
 import java.util.regex.Pattern;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What a container was granted on each card, as the watchdog holds it to. First choice is the node's
@@ -35,6 +37,12 @@ import java.util.regex.Pattern;
  * still caps it. A pod that holds no grant at all, or one that is not the scheduler's, is {@link
  * Ungranted}: held to 0. A granted pod's container on a card its grant does not name is granted 0
  * there, and a limits file that cannot be read grants nothing anywhere: a limit fails closed.
+ *
+ * <p>Under KAI Scheduler two more records come first. A KAI fraction container holds what its grant
+ * file says ({@code <hook>/vgpu/kai/<uid>_<name>/limits}, written by this node agent from KAI's
+ * decision, read the same way: its cards and their sizes). A container holding whole cards holds all
+ * the memory of the cards kubelet gave it ({@link WholeCardGrants}). Any other card it uses, it holds
+ * 0 of.
  */
 final class ContainerGrants {
   private static final Pattern LIMIT_KEY = Pattern.compile("CUDA_DEVICE_MEMORY_LIMIT(?:_(\\d{1,2}))?");
@@ -66,20 +74,49 @@ final class ContainerGrants {
   private final HookLayout layout;
   private final PodGrants grants;
   private final String node;
+  private final @Nullable WholeCardGrants wholeCards;
+  private WholeCardGrants.@Nullable View view;
+
+  /** Grants on {@code node} under vgpu's own stack. */
+  ContainerGrants(HookLayout layout, PodGrants grants, String node) {
+    this(layout, grants, node, null);
+  }
 
   /**
    * Grants on {@code node}.
    *
    * @param grants which pod grants are the scheduler's
+   * @param wholeCards the whole cards containers hold, under KAI Scheduler; null under vgpu's own
    */
-  ContainerGrants(HookLayout layout, PodGrants grants, String node) {
+  ContainerGrants(HookLayout layout, PodGrants grants, String node, @Nullable WholeCardGrants wholeCards) {
     this.layout = layout;
     this.grants = grants;
     this.node = node;
+    this.wholeCards = wholeCards;
+  }
+
+  /** Starts a poll: kubelet is asked again, at most once, when a container's whole cards are needed. */
+  void newPoll() {
+    view = wholeCards == null ? null : wholeCards.view();
   }
 
   /** What container {@code name} of {@code pod} holds. */
   Holding of(Pod pod, String name) {
+    Optional<Limits> kai = file(() -> layout.kaiLimitsFile(pod.getMetadata().getUid(), name));
+    if (kai.isPresent()) {
+      return kai.get().readable() && kai.get().devices().isPresent() ? fromFile(kai.get()) : new Held(Map.of());
+    }
+    if (wholeCards != null) {
+      if (view == null) {
+        newPoll();
+      }
+      List<String> cards = view.of(pod, name);
+      if (!cards.isEmpty()) {
+        Map<String, Long> whole = new LinkedHashMap<>();
+        cards.forEach(card -> whole.put(card, Long.MAX_VALUE));
+        return new Held(whole);
+      }
+    }
     Optional<Limits> file = limitsFile(pod.getMetadata().getUid(), name);
     if (file.isPresent() && !file.get().readable()) {
       return new Held(Map.of());
@@ -130,9 +167,13 @@ final class ContainerGrants {
   }
 
   private Optional<Limits> limitsFile(String podUid, String name) {
+    return file(() -> layout.limitsFile(podUid, name));
+  }
+
+  private static Optional<Limits> file(Supplier<String> path) {
     Path file;
     try {
-      file = Path.of(layout.limitsFile(podUid, name));
+      file = Path.of(path.get());
     } catch (IllegalArgumentException e) {
       return Optional.empty();
     }

@@ -124,10 +124,31 @@ public final class MemoryWatchdog implements AutoCloseable {
       Events events,
       WatchdogMetrics metrics,
       InstantSource clock) {
+    this(config, gpus, pods, layout, grants, node, null, host, events, metrics, clock);
+  }
+
+  /**
+   * A watchdog that also holds containers to the whole cards they were given (the node agent under KAI
+   * Scheduler), and KAI fraction containers to the grant files this agent wrote for them.
+   *
+   * @param wholeCards the whole cards each container holds; null for vgpu's own stack
+   */
+  public MemoryWatchdog(
+      WatchdogConfig config,
+      GpuProcesses gpus,
+      Supplier<List<Pod>> pods,
+      HookLayout layout,
+      PodGrants grants,
+      String node,
+      @Nullable WholeCardGrants wholeCards,
+      HostProcesses host,
+      Events events,
+      WatchdogMetrics metrics,
+      InstantSource clock) {
     this.config = config;
     this.gpus = gpus;
     this.pods = pods;
-    this.grants = new ContainerGrants(layout, grants, node);
+    this.grants = new ContainerGrants(layout, grants, node, wholeCards);
     this.host = host;
     this.events = events;
     this.metrics = metrics;
@@ -185,6 +206,7 @@ public final class MemoryWatchdog implements AutoCloseable {
     unlisted(sample.unlisted());
     List<GpuProcesses.GpuProcess> processes = sample.processes();
     PodIndex index = new PodIndex(processes.isEmpty() && !metrics.hasPodSeries() ? List.of() : pods.get());
+    grants.newPoll();
     Map<String, ContainerGrants.Holding> holdings = new HashMap<>();
     Map<ContainerCard, long[]> bytes = new LinkedHashMap<>();
     Map<ContainerCard, List<Integer>> pids = new HashMap<>();

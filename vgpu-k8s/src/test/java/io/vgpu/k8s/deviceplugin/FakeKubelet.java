@@ -23,7 +23,7 @@ import java.util.concurrent.TimeUnit;
  * kubelet as a device plugin sees it, in-process over real unix sockets: the Registration service on
  * {@code kubelet.sock}, and a client of the plugin's own socket for ListAndWatch and Allocate.
  */
-public final class FakeKubelet implements AutoCloseable {
+public class FakeKubelet implements AutoCloseable {
   final Path directory;
   final BlockingQueue<RegisterRequest> registrations = new LinkedBlockingQueue<>();
   private Server registration;
@@ -43,6 +43,7 @@ public final class FakeKubelet implements AutoCloseable {
             new RegistrationGrpc.RegistrationImplBase() {
               @Override
               public void register(RegisterRequest request, StreamObserver<io.vgpu.k8s.deviceplugin.v1beta1.Empty> response) {
+                onRegister();
                 registrations.add(request);
                 response.onNext(Empty.getDefaultInstance());
                 response.onCompleted();
@@ -59,6 +60,9 @@ public final class FakeKubelet implements AutoCloseable {
     }
     directory.resolve(KubeletPlugin.KUBELET_SOCKET).toFile().delete();
   }
+
+  /** Called as a plugin registers, before kubelet answers: what a test wants to see at that moment. */
+  void onRegister() {}
 
   public RegisterRequest awaitRegistration() throws InterruptedException {
     RegisterRequest r = registrations.poll(10, TimeUnit.SECONDS);

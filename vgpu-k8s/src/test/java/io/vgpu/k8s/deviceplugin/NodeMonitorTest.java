@@ -170,4 +170,18 @@ class NodeMonitorTest {
     assertThat(scrape(monitor)).contains("hami_vgpu_memory_used_bytes{");
     assertThat(reports).isEmpty();
   }
+
+  @Test
+  void aKaiFractionContainerIsReportedUnderTheSameNamesWithItsGrantAndNvmlsFigure(@TempDir Path dir) throws Exception {
+    Pod shared = new PodBuilder().withNewMetadata().withName("shared").withNamespace("team").withUid("uid-kai").endMetadata()
+        .withNewSpec().addNewContainer().withName("main").endContainer().endSpec().withNewStatus().withPhase("Running").endStatus().build();
+    NodeMonitor.DriverMemory nvml = (uid, container, uuid) -> uid.equals("uid-kai") && container.equals("main") ? OptionalLong.of(1024L << 20) : OptionalLong.of(0);
+    String text = scrape(new NodeMonitor("n1", List::of, (uid, c) -> dir.resolve("none"), List::of, nvml, Clock.systemUTC(),
+        () -> List.of(new NodeMonitor.GrantedContainer(shared, "main", List.of(new io.vgpu.api.DeviceGrant(GPU0, "NVIDIA", 20889, 0))))));
+    String labels = "container=\"main\",device_uuid=\"" + GPU0 + "\",namespace=\"team\",pod=\"shared\",vdevice_index=\"0\",zone=\"vGPU\"";
+    assertThat(text)
+        .contains("hami_vgpu_memory_limit_bytes{" + labels + "} " + (double) (20889L << 20))
+        .contains("hami_vgpu_memory_used_bytes{" + labels + "} 0.0")
+        .contains("hami_vgpu_memory_nvml_used_bytes{" + labels + "} " + (double) (1024L << 20));
+  }
 }

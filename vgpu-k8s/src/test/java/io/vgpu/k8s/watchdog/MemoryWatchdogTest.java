@@ -357,4 +357,40 @@ class MemoryWatchdogTest {
     assertThat(reused.killed).isEmpty();
     assertThat(events).singleElement().satisfies(e -> assertThat(e.message()).endsWith("; no process left to kill"));
   }
+
+  /** Under KAI: a fraction container held to its grant file, a whole-card container to the card kubelet gave it. */
+  @Test
+  void underKaiAFractionContainerIsHeldToItsGrantFileAndAWholeCardContainerToItsCard() throws Exception {
+    Pod pod = new PodBuilder()
+        .withNewMetadata().withName("p").withNamespace("team").withUid(UID).addToAnnotations("gpu-memory", "20480").endMetadata()
+        .withNewSpec().addNewContainer().withName("gpu").endContainer().addNewContainer().withName("sidecar")
+        .withNewResources().addToLimits("nvidia.com/gpu", new io.fabric8.kubernetes.api.model.Quantity("1")).endResources().endContainer().endSpec()
+        .withNewStatus().withPhase("Running")
+        .addNewContainerStatus().withName("gpu").withContainerID("containerd://" + CID).endContainerStatus()
+        .addNewContainerStatus().withName("sidecar").withContainerID("containerd://" + SIDECAR_CID).endContainerStatus()
+        .endStatus().build();
+    pods.add(pod);
+    HookLayout layout = new HookLayout(hook.toString());
+    io.vgpu.nvidia.HostPreparation.writeProtected(Path.of(layout.kaiLimitsFile(UID, "gpu")),
+        new io.vgpu.nvidia.NvidiaContainerContract(io.vgpu.api.spi.ContractSettings.DEFAULT.withHookPath(hook.toString()))
+            .kaiLimitsFile(new io.vgpu.api.PodRef("team", "p"), UID, "gpu", List.of(new io.vgpu.api.DeviceGrant(GPU0, "NVIDIA", 2048, 0))));
+    WholeCardGrants whole = new WholeCardGrants(() -> Optional.of(Map.of("team/p/sidecar", List.of(GPU1))), "nvidia.com/gpu", () -> java.util.Set.of(GPU0, GPU1));
+    MemoryWatchdog watchdog = new MemoryWatchdog(new WatchdogConfig(WatchdogConfig.Action.KILL, Duration.ofSeconds(1), Duration.ofSeconds(2), 512),
+        () -> new GpuProcesses.Sample(node.gpu, unlisted), () -> pods, layout, PodGrants.unverified(), "n1", whole, node,
+        (p, reason, message) -> events.add(new Event(p, reason, message)), metrics, () -> now);
+    node.run(201, cgroup(CID), GPU0, 2048 + 256); // within its grant plus the tolerance
+    node.run(202, cgroup(SIDECAR_CID), GPU1, 30000); // its whole card
+    pollFor(watchdog, 3);
+    assertThat(node.killed).isEmpty();
+    assertThat(events).isEmpty();
+
+    node.run(203, cgroup(CID), GPU0, 1024); // 3328 MiB: over 2048 + 512
+    node.run(204, cgroup(SIDECAR_CID), GPU0, 1024); // the whole-card container on a card it was not given
+    pollFor(watchdog, 2);
+    assertThat(node.killed).containsExactlyInAnyOrder(201, 203, 204);
+    assertThat(events).extracting(e -> e.reason() + ": " + e.message())
+        .containsExactlyInAnyOrder(
+            "GpuMemoryOverGrant: container gpu: NVML saw 3328 MiB on " + GPU0 + " (pid 201,203) for 2.0 s, over its grant of 2048 MiB plus the 512 MiB tolerance; killed pid 201,203",
+            "GpuMemoryOverGrant: container sidecar: NVML saw 1024 MiB on " + GPU0 + " (pid 204) for 2.0 s, over its grant of 0 MiB plus the 512 MiB tolerance; killed pid 204");
+  }
 }

@@ -54,6 +54,21 @@ public final class ApiServerStandIn implements AutoCloseable {
     return "http://127.0.0.1:" + server.getPort();
   }
 
+  /** The server's loopback port. */
+  public int port() {
+    return server.getPort();
+  }
+
+  /**
+   * A ServiceAccount token bound to a pod on {@code node}, as kubelet gets one through TokenRequest for
+   * the pod's projected volume: the server authenticates it as {@code
+   * system:serviceaccount:<namespace>:<name>} with the node-name claim, as it authenticates any token
+   * it issued.
+   */
+  public String serviceAccountToken(String namespace, String serviceAccount, String node) {
+    return tokens.tokenOf(UserInfo.boundServiceAccount(namespace, serviceAccount, node));
+  }
+
   /**
    * Calls the webhooks of a stored {@code MutatingWebhookConfiguration} on every pod creation, its
    * {@code clientConfig.service} reached at {@code serviceBase}.

@@ -40,7 +40,8 @@ public final class ReferenceDeployment {
    */
   public static final List<String> PLACE_FLAGS =
       List.of("--http_bind", "--extender-bind-address", "--metrics-bind-address", "--cert_file", "--key_file", "--client-ca-file", "--webhook-client-ca-file",
-          "--device-config-file", "--kubeconfig", "--device-plugin-dir", "--hook-path", "--node-name", "--client-dir", "--serving-dir");
+          "--device-config-file", "--kubeconfig", "--device-plugin-dir", "--hook-path", "--node-name", "--client-dir", "--serving-dir",
+          "--pod-resources-socket");
 
   private final Path directory;
   private final List<JsonNode> objects;

@@ -34,7 +34,9 @@ import java.util.regex.Pattern;
  * </ol>
  *
  * The container's own filesystem is the host's otherwise: the lab has no images. What a container may
- * write is what its user may write.
+ * write is what its user may write. A mount target that does not exist is created inside an overlay of
+ * its deepest existing ancestor, so that no mount of the lab creates anything outside the run's
+ * directory.
  */
 public final class ContainerRuntime {
   /** The user container processes run as: nobody. */
@@ -129,7 +131,7 @@ public final class ContainerRuntime {
     return bytes;
   }
 
-  private String script(ContainerSpec spec, Path scratch, List<Path> procs) {
+  private String script(ContainerSpec spec, Path scratch, List<Path> procs) throws IOException {
     StringBuilder s = new StringBuilder();
     s.append("# vgpu lab: container ").append(spec.podNamespace()).append('/').append(spec.podName()).append(' ').append(spec.container()).append('\n');
     s.append("set -e\n");
@@ -142,6 +144,10 @@ public final class ContainerRuntime {
       }
     }
     List<ContainerSpec.Mount> mounts = new ArrayList<>(spec.mounts());
+    List<Path> contained = containingOverlays(mounts, scratch, spec.driver().isPresent());
+    for (int i = 0; i < contained.size(); i++) {
+      overlay(s, contained.get(i).toString(), scratch.resolve("contain/" + i));
+    }
     // Sources are host paths: runtimes resolve them on the host, before any of the container's own
     // mounts could shadow them (the per-container directory is mounted over <hook>/vgpu, where
     // libvgpu.so's source also lies). So every source is first staged under the scratch mount.
@@ -177,6 +183,47 @@ public final class ContainerRuntime {
     }
     s.append('\n');
     return s.toString();
+  }
+
+  /**
+   * The directories that get an overlay with a tmpfs upper layer so that the mount targets the runtime
+   * must create (a pod's {@code /var/run/secrets/...}, an emptyDir's {@code /data}) appear in this
+   * container only and never on the machine: for each target that does not exist and lies outside the
+   * run's directory and the directories already overlaid, its deepest existing ancestor.
+   *
+   * @throws IOException for a target whose only existing ancestor is {@code /}, or one whose overlay would
+   *     hide the run's own directory
+   */
+  private List<Path> containingOverlays(List<ContainerSpec.Mount> mounts, Path scratch, boolean driver) throws IOException {
+    List<Path> covered = new ArrayList<>(List.of(Path.of("/etc"), workspace.root()));
+    if (driver) {
+      covered.add(libraryDirectory);
+    }
+    List<Path> out = new ArrayList<>();
+    for (ContainerSpec.Mount m : mounts) {
+      Path target = Path.of(m.containerPath()).normalize();
+      if (Files.exists(target) || covered.stream().anyMatch(target::startsWith)
+          || mounts.stream().anyMatch(o -> o != m && target.startsWith(Path.of(o.containerPath())) && !target.equals(Path.of(o.containerPath())))) {
+        continue;
+      }
+      Path ancestor = target.getParent();
+      while (ancestor != null && !Files.exists(ancestor)) {
+        ancestor = ancestor.getParent();
+      }
+      Path real = ancestor == null ? Path.of("/") : ancestor.toRealPath();
+      if (real.getParent() == null) {
+        throw new IOException("cannot mount at " + m.containerPath() + ": the lab creates a missing mount target only inside an existing directory other than /");
+      }
+      if (scratch.toRealPath().startsWith(real)) {
+        throw new IOException("cannot mount at " + m.containerPath() + ": creating it would hide the lab's run directory " + workspace.root());
+      }
+      if (out.stream().noneMatch(real::startsWith)) {
+        out.removeIf(p -> p.startsWith(real));
+        out.add(real);
+        covered.add(real);
+      }
+    }
+    return out;
   }
 
   private static void overlay(StringBuilder s, String target, Path layers) {

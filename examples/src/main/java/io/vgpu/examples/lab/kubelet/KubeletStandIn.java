@@ -1,6 +1,8 @@
 package io.vgpu.examples.lab.kubelet;
 
+import io.fabric8.kubernetes.api.model.ConfigMap;
 import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.node.v1.RuntimeClass;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.dsl.base.PatchContext;
@@ -30,6 +32,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicLong;
 import tools.jackson.databind.node.ObjectNode;
 
 /**
@@ -38,9 +41,12 @@ import tools.jackson.databind.node.ObjectNode;
  * node's capacity, and runs the pods bound to its node — device allocation through the plugin
  * (GetPreferredAllocation, Allocate, PreStartContainer), then each container as a process of the lab's
  * {@link ContainerRuntime}, with pod status and container statuses kept up to date and the pod's
- * restart policy honoured.
+ * restart policy honoured. It also serves kubelet's PodResources API ({@link PodResourcesServer}) on the
+ * node's pod-resources socket.
  */
 public final class KubeletStandIn implements AutoCloseable {
+  /** The node's and every pod's address in the lab: loopback. */
+  public static final String LAB_ADDRESS = "127.0.0.1";
   private final String node;
   private final Path pluginDirectory;
   private final KubernetesClient client;
@@ -56,6 +62,12 @@ public final class KubeletStandIn implements AutoCloseable {
   });
   private final Server registration;
   private final SharedIndexInformer<Pod> pods;
+  private final SharedIndexInformer<ConfigMap> configMaps;
+  private final AtomicLong configMapChanges = new AtomicLong();
+  private final NodePaths paths;
+  private final ClusterAccess access;
+  private final Path podsDirectory;
+  private final PodResourcesServer podResources;
   private volatile int registrations;
   private volatile Map<String, Integer> reportedCapacity = Map.of();
 
@@ -63,9 +75,17 @@ public final class KubeletStandIn implements AutoCloseable {
    * Starts the kubelet of a node.
    *
    * @param runner how this node turns a container into a process
+   * @param paths where the node's paths lie in the lab
+   * @param podsDirectory kubelet's pods directory on the node, where each pod's volumes are made
+   * @param access how pods reach the API server
+   * @param podResourcesSocket where kubelet serves its PodResources API
    */
-  public KubeletStandIn(String node, Path pluginDirectory, KubernetesClient client, PodRunner runner) throws IOException {
+  public KubeletStandIn(String node, Path pluginDirectory, KubernetesClient client, PodRunner runner, NodePaths paths, Path podsDirectory, ClusterAccess access,
+      Path podResourcesSocket) throws IOException {
     this.node = node;
+    this.paths = paths;
+    this.podsDirectory = podsDirectory;
+    this.access = access;
     this.pluginDirectory = pluginDirectory;
     this.client = client;
     this.runner = runner;
@@ -78,6 +98,24 @@ public final class KubeletStandIn implements AutoCloseable {
         executor.execute(() -> connect(request));
       }
     });
+    this.podResources = new PodResourcesServer(podResourcesSocket, () -> PodResourcesServer.of(workers.values()), this::allocatableDevices);
+    // ConfigMaps before pods, so a pod's first start finds the ones that exist
+    this.configMaps = client.configMaps().inAnyNamespace().inform(new ResourceEventHandler<>() {
+      @Override
+      public void onAdd(ConfigMap c) {
+        configMapChanges.incrementAndGet();
+      }
+
+      @Override
+      public void onUpdate(ConfigMap before, ConfigMap after) {
+        configMapChanges.incrementAndGet();
+      }
+
+      @Override
+      public void onDelete(ConfigMap c, boolean finalStateUnknown) {
+        configMapChanges.incrementAndGet();
+      }
+    }, 0);
     this.pods = client.pods().inAnyNamespace().inform(new ResourceEventHandler<>() {
       @Override
       public void onAdd(Pod pod) {
@@ -195,6 +233,66 @@ public final class KubeletStandIn implements AutoCloseable {
     return events;
   }
 
+  /** How many times a ConfigMap was added, changed or deleted: a container waiting for one tries again after a change. */
+  long configMapChanges() {
+    return configMapChanges.get();
+  }
+
+  /** The ConfigMaps as kubelet's watch-based cache holds them. */
+  ContainerEnvironment.ConfigMaps configMaps() {
+    return (namespace, name) -> Optional.ofNullable(configMaps.getIndexer().getByKey(namespace + "/" + name))
+        .map(c -> Optional.ofNullable(c.getData()).orElse(Map.of()));
+  }
+
+  /** What the downward API reads of a pod on this node besides its object. */
+  ContainerEnvironment.PodPlace place() {
+    return new ContainerEnvironment.PodPlace(node, LAB_ADDRESS, LAB_ADDRESS);
+  }
+
+  /** How pods reach the API server. */
+  ClusterAccess access() {
+    return access;
+  }
+
+  /** The volumes of a pod on this node. */
+  PodVolumes volumes(Pod pod) {
+    return new PodVolumes(podsDirectory.resolve(pod.getMetadata().getUid()), paths, configMaps(), access, place());
+  }
+
+  /**
+   * The runtime a pod's RuntimeClass names, as kubelet looks it up before it creates the pod's sandbox:
+   * NVIDIA's, the node's default, when it names none.
+   *
+   * @throws SandboxException when the RuntimeClass does not exist or names a handler the node lacks
+   */
+  RuntimeHandler runtimeHandler(Pod pod) throws SandboxException {
+    String className = pod.getSpec().getRuntimeClassName();
+    if (className == null || className.isEmpty()) {
+      return RuntimeHandler.NVIDIA;
+    }
+    RuntimeClass runtimeClass;
+    try {
+      runtimeClass = client.resources(RuntimeClass.class).withName(className).get();
+    } catch (KubernetesClientException e) {
+      throw new SandboxException("failed to lookup RuntimeClass " + className + ": " + e.getMessage());
+    }
+    if (runtimeClass == null) {
+      throw new SandboxException("failed to lookup RuntimeClass " + className + ": runtimeclass.node.k8s.io \"" + className + "\" not found");
+    }
+    String handler = Optional.ofNullable(runtimeClass.getHandler()).orElse("");
+    return RuntimeHandler.named(handler).orElseThrow(() -> new SandboxException(
+        "rpc error: code = Unknown desc = failed to get sandbox runtime: no runtime for \"" + handler + "\" is configured"));
+  }
+
+  /** A pod sandbox kubelet cannot create: the pod stays Pending, {@code FailedCreatePodSandBox}, and kubelet tries again. */
+  static final class SandboxException extends Exception {
+    private static final long serialVersionUID = 1L;
+
+    SandboxException(String message) {
+      super(message);
+    }
+  }
+
   /**
    * Picks and allocates devices of a resource for one container, as kubelet's device manager does:
    * healthy devices not allocated to another container, the plugin's preference among them.
@@ -246,6 +344,17 @@ public final class KubeletStandIn implements AutoCloseable {
     return Set.copyOf(plugins.keySet());
   }
 
+  /** The healthy devices of every plugin resource, as PodResources' GetAllocatableResources lists them. */
+  private Map<String, List<String>> allocatableDevices() {
+    Map<String, List<String>> out = new LinkedHashMap<>();
+    plugins.forEach((resource, plugin) -> {
+      if (plugin.serving()) {
+        out.put(resource, plugin.devices().entrySet().stream().filter(Map.Entry::getValue).map(Map.Entry::getKey).toList());
+      }
+    });
+    return out;
+  }
+
   /** Gives devices back when their pod is gone. */
   void release(Collection<String> ids) {
     allocated.removeAll(new HashSet<>(ids));
@@ -258,11 +367,13 @@ public final class KubeletStandIn implements AutoCloseable {
   @Override
   public void close() {
     pods.close();
+    configMaps.close();
     List<PodWorker> all = new ArrayList<>(workers.values());
     workers.clear();
     all.parallelStream().forEach(PodWorker::delete);
     executor.shutdownNow();
     registration.shutdownNow();
+    podResources.close();
     plugins.values().forEach(DevicePluginClient::close);
   }
 
@@ -273,9 +384,26 @@ public final class KubeletStandIn implements AutoCloseable {
      *
      * @param pod the pod
      * @param container the container's name
-     * @param allocatedEnv what the device plugin added to its environment
-     * @param mounts what the device plugin mounts
+     * @param launch what kubelet made of the container's spec and the device plugin's answer
      */
-    RunningContainer start(Pod pod, String container, Map<String, String> allocatedEnv, List<ContainerSpec.Mount> mounts) throws IOException;
+    RunningContainer start(Pod pod, String container, Launch launch) throws IOException;
+  }
+
+  /**
+   * What kubelet hands the runtime for one container.
+   *
+   * @param env the container's environment as kubelet resolved it from the pod spec (ConfigMaps,
+   *     downward API, {@code $(VAR)} expanded, the service variables), in definition order
+   * @param allocatedEnv what the device plugin's Allocate added to it
+   * @param mounts the device plugin's mounts, then the container's volume mounts
+   * @param runtime the runtime the pod's RuntimeClass names (NVIDIA's when it names none)
+   */
+  public record Launch(Map<String, String> env, Map<String, String> allocatedEnv, List<ContainerSpec.Mount> mounts, RuntimeHandler runtime) {
+    /** Copies the collections, keeping their order. */
+    public Launch {
+      env = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(env));
+      allocatedEnv = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(allocatedEnv));
+      mounts = List.copyOf(mounts);
+    }
   }
 }

@@ -32,6 +32,8 @@ public final class PodWorker {
   public static final Duration DELETE_GRACE = Duration.ofSeconds(2);
   private static final long BACKOFF_START_MILLIS = 500;
   private static final long BACKOFF_MAX_MILLIS = 10_000;
+  /** How often a pod that waits for a volume or its configuration is tried again without a ConfigMap change. */
+  private static final long RESYNC_MILLIS = 10_000;
 
   private final Pod pod;
   private final PodRef ref;
@@ -43,6 +45,10 @@ public final class PodWorker {
   private final Instant startTime = Instant.now();
   private volatile boolean deleted;
   private volatile boolean admitted;
+  /** Set while the pod cannot proceed until something in the cluster changes (a volume, its RuntimeClass). */
+  private volatile boolean blocked;
+  private volatile Map<String, PodVolumes.Mounted> volumes = Map.of();
+  private volatile RuntimeHandler runtime = RuntimeHandler.NVIDIA;
   private volatile String phase = "Pending";
   private volatile String reason = "";
   private volatile String message = "";
@@ -77,8 +83,11 @@ public final class PodWorker {
     if (!admitted) {
       return false;
     }
+    if (blocked) {
+      return true;
+    }
     for (ContainerRecord c : containers()) {
-      if (!c.init() && !c.startedOnce()) {
+      if (!c.init() && !c.startedOnce() && !c.waitingForConfig()) {
         return false;
       }
     }
@@ -91,6 +100,9 @@ public final class PodWorker {
         return;
       }
       writeStatus();
+      if (!prepare()) {
+        return;
+      }
       for (ContainerRecord c : containers()) {
         if (c.init() && !runInit(c)) {
           return;
@@ -104,6 +116,47 @@ public final class PodWorker {
       supervise();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
+    }
+  }
+
+  /**
+   * Sets up the pod's volumes and looks up its runtime, as kubelet does before it creates the sandbox;
+   * while either fails the pod waits (an Event says why) and kubelet tries again when ConfigMaps change
+   * or a while has passed.
+   *
+   * @return false when the pod was deleted meanwhile
+   */
+  private boolean prepare() throws InterruptedException {
+    while (!deleted) {
+      long changes = kubelet.configMapChanges();
+      try {
+        volumes = kubelet.volumes(pod).setUp(pod);
+        runtime = kubelet.runtimeHandler(pod);
+        blocked = false;
+        return true;
+      } catch (VolumeSetupException e) {
+        blockedBy("FailedMount", e.getMessage());
+      } catch (KubeletStandIn.SandboxException e) {
+        blockedBy("FailedCreatePodSandBox", "Failed to create pod sandbox: " + e.getMessage());
+      }
+      awaitConfigMapChange(changes);
+    }
+    return false;
+  }
+
+  private void blockedBy(String reason, String why) {
+    kubelet.events().warning(pod, reason, why);
+    if (!blocked) {
+      blocked = true;
+      writeStatus();
+    }
+  }
+
+  /** Waits until a ConfigMap changed after {@code changes}, the pod is deleted, or kubelet's resync period passed. */
+  private void awaitConfigMapChange(long changes) throws InterruptedException {
+    long until = System.currentTimeMillis() + RESYNC_MILLIS;
+    while (!deleted && kubelet.configMapChanges() == changes && System.currentTimeMillis() < until) {
+      Thread.sleep(50);
     }
   }
 
@@ -138,6 +191,7 @@ public final class PodWorker {
     Map<String, String> env = new LinkedHashMap<>();
     List<ContainerSpec.Mount> containerMounts = new ArrayList<>();
     List<String> ids = new ArrayList<>();
+    Map<String, List<String>> byResource = new LinkedHashMap<>();
     for (String resource : kubelet.deviceResources()) {
       int count = deviceCount(c, resource);
       if (count == 0) {
@@ -146,6 +200,7 @@ public final class PodWorker {
       KubeletStandIn.Allocation allocation = kubelet.allocate(resource, count);
       deviceIds.addAll(allocation.ids());
       ids.addAll(allocation.ids());
+      byResource.put(resource, List.copyOf(allocation.ids()));
       env.putAll(allocation.response().getEnvsMap());
       allocation.response().getMountsList().forEach(m -> containerMounts.add(new ContainerSpec.Mount(m.getContainerPath(), m.getHostPath(), m.getReadOnly())));
       // Device nodes the plugin passes become the container's, as the runtime would create them; a mock
@@ -155,7 +210,7 @@ public final class PodWorker {
           .forEach(d -> containerMounts.add(new ContainerSpec.Mount(d.getContainerPath(), d.getHostPath(), !d.getPermissions().contains("w"))));
     }
     synchronized (this) {
-      containers.add(new ContainerRecord(c.getName(), init, env, ids));
+      containers.add(new ContainerRecord(c.getName(), init, env, ids, byResource));
       mounts.put(c.getName(), containerMounts);
     }
   }
@@ -172,7 +227,12 @@ public final class PodWorker {
   private boolean runInit(ContainerRecord c) throws InterruptedException {
     long backoff = BACKOFF_START_MILLIS;
     while (!deleted) {
+      long changes = kubelet.configMapChanges();
       RunningContainer running = start(c);
+      if (running == null && c.waitingForConfig()) {
+        awaitConfigMapChange(changes);
+        continue;
+      }
       if (running == null) {
         return false;
       }
@@ -198,12 +258,29 @@ public final class PodWorker {
   }
 
   private RunningContainer start(ContainerRecord c) {
+    Container spec = specOf(c.name());
+    KubeletStandIn.Launch launch;
+    try {
+      ContainerEnvironment.Resolved env = ContainerEnvironment.resolve(pod, spec, kubelet.place(), kubelet.configMaps(), kubelet.access().serviceEnvironment());
+      if (!env.invalidNames().isEmpty()) {
+        kubelet.events().warning(pod, "InvalidEnvironmentVariableNames",
+            "Keys [" + String.join(", ", env.invalidNames()) + "] from the EnvFrom configMap were skipped since they are considered invalid environment variable names.");
+      }
+      List<ContainerSpec.Mount> all = new ArrayList<>(mounts.getOrDefault(c.name(), List.of()));
+      all.addAll(kubelet.volumes(pod).mounts(pod, spec, env.env(), volumes));
+      launch = new KubeletStandIn.Launch(env.env(), c.allocatedEnv(), all, runtime);
+    } catch (ContainerConfigException e) {
+      c.waiting(ContainerRecord.CONFIG_ERROR, e.getMessage());
+      kubelet.events().warning(pod, "Failed", "Error: " + e.getMessage());
+      writeStatus();
+      return null;
+    }
     try {
       if (!c.deviceIds().isEmpty()) {
         // PreStartContainer, when the plugin asks for it, before every start
         kubelet.allocatePreStart(c.deviceIds());
       }
-      RunningContainer running = kubelet.runner().start(pod, c.name(), c.allocatedEnv(), mounts.getOrDefault(c.name(), List.of()));
+      RunningContainer running = kubelet.runner().start(pod, c.name(), launch);
       c.started(running);
       if (!c.init()) {
         phase = "Running";
@@ -211,7 +288,7 @@ public final class PodWorker {
       writeStatus();
       return running;
     } catch (Exception e) {
-      c.waiting("CreateContainerError");
+      c.waiting("CreateContainerError", oneLine(e));
       message = oneLine(e);
       kubelet.events().warning(pod, "Failed", "Error: " + message);
       writeStatus();
@@ -226,11 +303,25 @@ public final class PodWorker {
   private void supervise() throws InterruptedException {
     Map<String, Long> restartAt = new LinkedHashMap<>();
     Map<String, Long> backoff = new LinkedHashMap<>();
+    long configTried = kubelet.configMapChanges();
+    long configTriedAt = System.currentTimeMillis();
     while (!deleted) {
       boolean changed = false;
       boolean anyLive = false;
+      boolean retryConfig = kubelet.configMapChanges() != configTried || System.currentTimeMillis() - configTriedAt > RESYNC_MILLIS;
+      if (retryConfig) {
+        configTried = kubelet.configMapChanges();
+        configTriedAt = System.currentTimeMillis();
+      }
       for (ContainerRecord c : containers()) {
         if (c.init()) {
+          continue;
+        }
+        if (c.waitingForConfig()) {
+          anyLive = true;
+          if (retryConfig) {
+            start(c);
+          }
           continue;
         }
         RunningContainer running = c.current();
@@ -308,7 +399,7 @@ public final class PodWorker {
     if (!message.isEmpty()) {
       status.put("message", message);
     }
-    status.put("hostIP", "127.0.0.1");
+    status.put("hostIP", KubeletStandIn.LAB_ADDRESS);
     status.put("startTime", time(startTime));
     status.put("qosClass", QosClass.of(pod));
     List<ContainerRecord> all = containers();
@@ -360,7 +451,12 @@ public final class PodWorker {
         t.put("finishedAt", time(c.finishedAt() == null ? Instant.now() : c.finishedAt()));
         t.put("containerID", "containerd://" + running.id());
       }
-      default -> stateNode.putObject("waiting").put("reason", c.waitingReason());
+      default -> {
+        ObjectNode waiting = stateNode.putObject("waiting").put("reason", c.waitingReason());
+        if (!c.waitingMessage().isEmpty()) {
+          waiting.put("message", c.waitingMessage());
+        }
+      }
     }
     return s;
   }

@@ -45,11 +45,6 @@ import tools.jackson.databind.node.ObjectNode;
  * annotations (not from any component's memory).
  */
 public final class LabReportBuilder {
-  /** Annotations the scheduler writes that are timestamps: left out so reports compare. */
-  private static final Set<String> TIMESTAMPS = Set.of(HamiAnnotations.ASSIGNED_TIME, HamiAnnotations.BIND_TIME);
-  private static final List<String> SCHEDULER_ANNOTATIONS =
-      List.of(HamiAnnotations.ASSIGNED_NODE, HamiAnnotations.DEVICES_ALLOCATED, HamiAnnotations.DEVICES_TO_ALLOCATE, HamiAnnotations.BIND_PHASE);
-
   private final LabCluster cluster;
   private final Map<PodRef, Optional<String>> order;
   private final ArrayNode timeline;
@@ -107,14 +102,12 @@ public final class LabReportBuilder {
     out.put("schedulerName", Optional.ofNullable(pod.getSpec().getSchedulerName()).orElse("default-scheduler"));
     Optional.ofNullable(pod.getSpec().getRuntimeClassName()).ifPresent(r -> out.put("runtimeClassName", r));
     Map<String, String> annotations = PodRefs.annotations(pod);
-    ObjectNode written = PodJson.mapper().createObjectNode();
-    for (String key : SCHEDULER_ANNOTATIONS) {
-      if (annotations.containsKey(key) && !TIMESTAMPS.contains(key)) {
-        written.put(key, annotations.get(key));
-      }
-    }
-    if (!written.isEmpty()) {
-      out.set("annotations", written);
+    // every label and annotation as the API server stores it, the scheduler's among them
+    ObjectNode labels = out.putObject("labels");
+    new java.util.TreeMap<>(Optional.ofNullable(pod.getMetadata().getLabels()).orElse(Map.of())).forEach(labels::put);
+    if (!annotations.isEmpty()) {
+      ObjectNode written = out.putObject("annotations");
+      new java.util.TreeMap<>(annotations).forEach(written::put);
     }
     if (node.isEmpty()) {
       Map<String, String> reasons = new LinkedHashMap<>();
@@ -182,8 +175,10 @@ public final class LabReportBuilder {
     out.put("name", spec.getName());
     out.set("devices", SimulationJson.grants(devices));
     Optional<ContainerRecord> record = worker.flatMap(w -> w.containers().stream().filter(c -> c.name().equals(spec.getName())).findFirst());
+    // what the container's process received: its own variables as kubelet resolved them, the device
+    // plugin's, the runtime's; empty before it first started
     ObjectNode env = out.putObject("env");
-    record.ifPresent(r -> r.allocatedEnv().forEach(env::put));
+    record.ifPresent(r -> r.processEnv().forEach(env::put));
     RunningContainer running = record.map(ContainerRecord::current).orElse(null);
     String state = record.map(ContainerRecord::state).orElse("waiting");
     out.put("state", state);
@@ -281,15 +276,12 @@ public final class LabReportBuilder {
         }
       }
       ObjectNode node = SimulationJson.node(new SimulationResult.NodeOutcome(name, devices));
-      // what kubelet advertises for the device plugin's resource
-      Optional.ofNullable(objects.get(name)).map(Node::getStatus).map(st -> st.getAllocatable()).ifPresent(a -> {
-        ObjectNode allocatable = node.putObject("allocatable");
-        a.forEach((k, v) -> {
-          if (k.contains("/")) {
-            allocatable.put(k, v.toString());
-          }
-        });
-      });
+      // what kubelet advertises (the device plugins' resources among them) and the node's labels, as the API server holds them
+      Optional<Node> object = Optional.ofNullable(objects.get(name));
+      ObjectNode allocatable = node.putObject("allocatable");
+      object.map(Node::getStatus).map(st -> st.getAllocatable()).ifPresent(a -> new java.util.TreeMap<>(a).forEach((k, v) -> allocatable.put(k, v.toString())));
+      ObjectNode labels = node.putObject("labels");
+      object.map(n -> n.getMetadata().getLabels()).ifPresent(l -> new java.util.TreeMap<>(l).forEach(labels::put));
       out.add(node);
     }
     return out;

@@ -151,6 +151,37 @@ class IdentityAndAdmissionTest {
     }
   }
 
+  @Test
+  void aPodsServiceAccountTokenAuthenticatesAsItsServiceAccountWithTheNodeClaim() {
+    store("""
+        kind: ValidatingAdmissionPolicy
+        apiVersion: admissionregistration.k8s.io/v1
+        metadata: {name: who}
+        spec:
+          matchConstraints:
+            resourceRules:
+              - {apiGroups: [""], apiVersions: [v1], operations: [UPDATE], resources: [pods]}
+          validations:
+            - expression: "false"
+              messageExpression: "request.userInfo.username + ' in ' + request.userInfo.groups.join(',') + ' on ' + request.userInfo.extra['authentication.kubernetes.io/node-name'][0]"
+        ---
+        kind: ValidatingAdmissionPolicyBinding
+        apiVersion: admissionregistration.k8s.io/v1
+        metadata: {name: who}
+        spec: {policyName: who, validationActions: [Deny]}
+        """);
+    String token = api.serviceAccountToken("team-a", "runner", "w1");
+    assertThat(api.serviceAccountToken("team-a", "runner", "w1")).isEqualTo(token);
+    assertThat(api.serviceAccountToken("team-a", "runner", "w2")).isNotEqualTo(token);
+    // as a process in the pod uses it: the bearer token read from its file, the address from the Service's variables
+    try (KubernetesClient pod = new KubernetesClientBuilder().withConfig(new ConfigBuilder().withMasterUrl("http://127.0.0.1:" + api.port()).withOauthToken(token)
+        .withRequestTimeout(5_000).build()).build()) {
+      refused(() -> pod.pods().inNamespace("team-a").withName("p1").patch(PatchContext.of(PatchType.JSON_MERGE), "{\"metadata\":{\"annotations\":{\"k\":\"v\"}}}"), 422,
+          "pods \"p1\" is forbidden: ValidatingAdmissionPolicy 'who' with binding 'who' denied request: system:serviceaccount:team-a:runner in "
+              + "system:serviceaccounts,system:serviceaccounts:team-a,system:authenticated on w1");
+    }
+  }
+
   // --- every write verb
 
   @Test

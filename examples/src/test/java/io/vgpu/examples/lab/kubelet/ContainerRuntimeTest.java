@@ -1,9 +1,15 @@
 package io.vgpu.examples.lab.kubelet;
 
+import io.fabric8.kubernetes.api.model.Pod;
+import io.vgpu.k8s.pod.PodJson;
+
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assumptions.assumeThat;
 
+import io.fabric8.kubernetes.api.model.Pod;
 import io.vgpu.examples.lab.LabWorkspace;
+import io.vgpu.k8s.pod.PodJson;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -81,6 +87,69 @@ class ContainerRuntimeTest {
     assertThat(Files.readString(containerDir.resolve("vgpu.cache"))).isEqualTo("region\n");
     assertThat(Path.of("/etc/vgpu/limits")).doesNotExist();
     assertThat(c.exitCode()).isZero();
+  }
+
+  @Test
+  void aKaiFractionPodsVolumesAndTheServiceAccountTokenReachTheContainerAndNothingLandsOnTheMachine() throws Exception {
+    // the node as vgpu's node agent leaves it under KAI: the grant directory root-owned 0755 with the
+    // container's limits, the region directories' parent
+    Path hook = workspace.directory("nodes/n1/hook/vgpu");
+    Files.writeString(hook.resolve("libvgpu.so"), "the library");
+    Path grants = workspace.directory("nodes/n1/hook/vgpu/kai");
+    Files.setPosixFilePermissions(grants, PosixFilePermissions.fromString("rwxr-xr-x"));
+    Path grant = workspace.directory("nodes/n1/hook/vgpu/kai/uid-9_app");
+    Files.writeString(grant.resolve("limits"), "VGPU_DEVICES=GPU-0\nEND\n");
+    Path regions = workspace.directory("nodes/n1/hook/vgpu/containers");
+    // 1777, as the chart's hook directories are made: the sticky bit, which Java's file attributes cannot set
+    assertThat(new ProcessBuilder("chmod", "1777", regions.toString()).start().waitFor()).isZero();
+    NodePaths paths = new NodePaths(workspace.directory("nodes/n1/root"), Map.of("/usr/local/vgpu", hook));
+    ClusterAccess access = new ClusterAccess("127.0.0.1", 6443, "", (ns, sa, node) -> "token-of-" + sa + "@" + node);
+    PodVolumes volumes = new PodVolumes(workspace.directory("nodes/n1/pods/uid-9"), paths, (ns, name) -> Optional.empty(), access,
+        new ContainerEnvironment.PodPlace("n1", "127.0.0.1", "127.0.0.1"));
+    Pod pod = PodJson.mapper().readValue("""
+        {"metadata": {"name": "shared", "namespace": "team", "uid": "uid-9"},
+         "spec": {"serviceAccountName": "runner", "containers": [{"name": "app", "volumeMounts": [
+             {"name": "lib", "mountPath": "/usr/local/vgpu/libvgpu.so", "readOnly": true},
+             {"name": "grant", "mountPath": "/etc/vgpu", "readOnly": true, "subPathExpr": "$(VGPU_POD_UID)_app"},
+             {"name": "region", "mountPath": "/usr/local/vgpu", "subPathExpr": "$(VGPU_POD_UID)_app"},
+             {"name": "scratch", "mountPath": "/mnt/vgpu-lab-test/work"}]}],
+          "volumes": [{"name": "lib", "hostPath": {"path": "/usr/local/vgpu/libvgpu.so", "type": "File"}},
+                      {"name": "grant", "hostPath": {"path": "/usr/local/vgpu/kai", "type": "Directory"}},
+                      {"name": "region", "hostPath": {"path": "/usr/local/vgpu/containers", "type": "Directory"}},
+                      {"name": "scratch", "emptyDir": {}}]}}
+        """, Pod.class);
+    List<ContainerSpec.Mount> mounts = volumes.mounts(pod, pod.getSpec().getContainers().get(0), Map.of("VGPU_POD_UID", "uid-9"), volumes.setUp(pod));
+    String sa = PodVolumes.SERVICE_ACCOUNT_MOUNT;
+    String script = "cat " + hook + "/libvgpu.so; echo; cat /etc/vgpu/limits; cat " + sa + "/token; echo; cat " + sa + "/namespace; echo;"
+        + " echo x > /etc/vgpu/limits 2>/dev/null && echo WROTE-GRANT; echo x > " + sa + "/token 2>/dev/null && echo WROTE-TOKEN;"
+        + " echo region > " + hook + "/vgpu.cache && echo REGION; echo data > /mnt/vgpu-lab-test/work/f && echo SCRATCH";
+
+    boolean hadServiceAccountDirectory = Files.exists(Path.of(sa));
+    RunningContainer c = run(mounts, Map.of("PATH", "/usr/bin:/bin"), script);
+
+    assertThat(Files.readString(c.stdoutFile())).isEqualTo("the library\nVGPU_DEVICES=GPU-0\nEND\ntoken-of-runner@n1\nteam\nREGION\nSCRATCH\n");
+    // the region went to the container's own directory, which kubelet made with the mode of its parent
+    assertThat(Files.readString(regions.resolve("uid-9_app/vgpu.cache"))).isEqualTo("region\n");
+    assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(regions.resolve("uid-9_app")))).isEqualTo("rwxrwxrwx");
+    assertThat(((Integer) Files.getAttribute(regions.resolve("uid-9_app"), "unix:mode")) & 07777).isEqualTo(01777);
+    // the targets the runtime created exist in the container's overlays only
+    assertThat(Path.of("/mnt/vgpu-lab-test")).doesNotExist();
+    assertThat(Path.of(sa, "token")).doesNotExist();
+    if (!hadServiceAccountDirectory) {
+      assertThat(Path.of(sa)).doesNotExist();
+    }
+    assertThat(c.exitCode()).isZero();
+  }
+
+  @Test
+  void aMountTargetWhoseOnlyExistingAncestorIsTheRootIsRefused() throws Exception {
+    ContainerRuntime runtime = new ContainerRuntime(workspace, cgroups, ContainerRuntime.defaultLibraryDirectory());
+    Path source = workspace.directory("src");
+    ContainerSpec spec = new ContainerSpec("ns", "pod", "uid-4", "BestEffort", "c", List.of("/bin/true"), Map.of(),
+        List.of(new ContainerSpec.Mount("/vgpu-lab-no-such-top/x", source.toString(), false)), Optional.empty());
+    assertThatThrownBy(() -> runtime.start(spec)).isInstanceOf(java.io.IOException.class)
+        .hasMessage("cannot mount at /vgpu-lab-no-such-top/x: the lab creates a missing mount target only inside an existing directory other than /");
+    assertThat(Path.of("/vgpu-lab-no-such-top")).doesNotExist();
   }
 
   @Test

@@ -1,0 +1,46 @@
+package io.vgpu.k8s.cli;
+
+import static io.vgpu.k8s.cli.Run.vgpu;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import org.junit.jupiter.api.Test;
+
+/** {@code vgpu scheduler}'s flag checks for {@code --stack}: one line each, exit code 2, before any connection. */
+class SchedulerCommandTest {
+  @Test
+  void anUnknownStackIsOneLine() {
+    Run run = vgpu("scheduler", "--stack", "volcano");
+    assertThat(run.code()).isEqualTo(2);
+    assertThat(run.err()).isEqualTo("vgpu: --stack: 'volcano' is not one of hami, kai\n");
+  }
+
+  @Test
+  void theExtendersFlagsAreRefusedUnderKai() {
+    for (String flag : SchedulerCommand.HAMI_STACK_ONLY) {
+      String arg = switch (flag) {
+        case "--leader-elect", "--legacy-metrics", "--place-cpu-only-pods" -> flag;
+        case "--node-lock-timeout", "--node-lock-retry-timeout", "--stale-reservation-timeout", "--sync-timeout" -> flag + "=1m";
+        case "--node-label-selector" -> flag + "=gpu=on";
+        case "--force-overwrite-default-scheduler" -> flag + "=false";
+        default -> flag + "=x";
+      };
+      Run run = vgpu("scheduler", "--stack=kai", arg);
+      assertThat(run.code()).as(flag).isEqualTo(2);
+      assertThat(run.err()).isEqualTo("vgpu: " + flag + " applies only with --stack hami: with --stack kai vgpu serves no extender\n");
+    }
+  }
+
+  @Test
+  void aRelativeHookPathIsOneLine() {
+    Run run = vgpu("scheduler", "--stack", "kai", "--hook-path", "usr/local");
+    assertThat(run.code()).isEqualTo(2);
+    assertThat(run.err()).isEqualTo("vgpu: --hook-path: HOOK_PATH 'usr/local' must be an absolute path without a trailing slash\n");
+  }
+
+  @Test
+  void theHookPathIsRefusedInTheHamiStack() {
+    Run run = vgpu("scheduler", "--hook-path", "/usr/local");
+    assertThat(run.code()).isEqualTo(2);
+    assertThat(run.err()).isEqualTo("vgpu: --hook-path applies only with --stack kai (in the hami stack the node agent alone mounts the interposer)\n");
+  }
+}
