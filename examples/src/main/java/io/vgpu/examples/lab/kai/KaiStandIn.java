@@ -174,7 +174,12 @@ public final class KaiStandIn implements AutoCloseable {
         cycle();
       } catch (KubernetesClientException | IllegalStateException | IllegalArgumentException e) {
         if (!closed) {
-          LOG.log(Level.FINE, "KAI stand-in cycle failed: {0}", e.getMessage());
+          // the next cycle tries again, as KAI's reconcilers do; until one succeeds the lab waits, saying why
+          String why = String.valueOf(e.getMessage()).lines().findFirst().orElse("");
+          LOG.log(Level.FINE, "KAI stand-in cycle failed: {0}", why);
+          synchronized (state) {
+            inFlight = List.of("KAI's last cycle failed: " + why);
+          }
         }
       }
       try {
@@ -510,13 +515,13 @@ public final class KaiStandIn implements AutoCloseable {
         continue;
       }
       if (FRACTION.equals(b.path("spec").path("receivedResourceType").asString(""))) {
-        Optional<List<String>> uuids = reserve(pod, node, b, pods, work);
-        if (uuids.isEmpty()) {
-          wrote |= work.stream().anyMatch(w -> w.startsWith("failed"));
-          work.removeIf(w -> w.startsWith("failed"));
+        Reservation reservation = reserve(pod, node, b, pods);
+        if (reservation.uuids().isEmpty()) {
+          reservation.waitingFor().ifPresent(work::add);
+          wrote |= reservation.changed();
           continue;
         }
-        preBind(pod, node, b, uuids.get());
+        preBind(pod, node, b, reservation.uuids().get());
       }
       binder.bindings().inNamespace(ref.namespace()).resource(new io.fabric8.kubernetes.api.model.BindingBuilder()
           .withNewMetadata().withName(ref.name()).withNamespace(ref.namespace()).withUid(pod.getMetadata().getUid()).endMetadata()
@@ -528,10 +533,23 @@ public final class KaiStandIn implements AutoCloseable {
   }
 
   /**
+   * Where the reservation of a BindRequest's groups stands.
+   *
+   * @param uuids the cards, once every group's reservation pod reported its own
+   * @param waitingFor what the binder waits for, while it waits
+   * @param changed whether it wrote to the API (created or deleted a reservation pod, failed the BindRequest)
+   */
+  private record Reservation(Optional<List<String>> uuids, Optional<String> waitingFor, boolean changed) {
+    static Reservation waiting(String what, boolean changed) {
+      return new Reservation(Optional.empty(), Optional.of(what), changed);
+    }
+  }
+
+  /**
    * The card UUID of each of the BindRequest's groups, from the groups' reservation pods (created when
    * missing); empty while one has not reported, and — after KAI's timeout — the BindRequest fails.
    */
-  private Optional<List<String>> reserve(Pod pod, String node, JsonNode bind, List<Pod> pods, List<String> work) {
+  private Reservation reserve(Pod pod, String node, JsonNode bind, List<Pod> pods) {
     List<String> uuids = new ArrayList<>();
     PodRef ref = PodRefs.of(pod);
     for (JsonNode g : bind.path("spec").path("selectedGPUGroups")) {
@@ -545,8 +563,7 @@ public final class KaiStandIn implements AutoCloseable {
         synchronized (state) {
           reservationsCreated.put(name, System.nanoTime());
         }
-        work.add("KAI's binder waits for reservation pod " + KaiKeys.RESERVATION_NAMESPACE + "/" + name + " of " + ref);
-        return Optional.empty();
+        return Reservation.waiting("KAI's binder waits for reservation pod " + KaiKeys.RESERVATION_NAMESPACE + "/" + name + " of " + ref, true);
       }
       String uuid = annotations(reservation.get()).getOrDefault(KaiKeys.RESERVE_FOR_GPU_INDEX, "");
       if (uuid.isEmpty()) {
@@ -564,16 +581,14 @@ public final class KaiStandIn implements AutoCloseable {
               + KaiKeys.RESERVATION_NAMESPACE + "/" + rname;
           binderEvents.warning(pod, "BindingError", message);
           status(ref, "Failed", message);
-          work.add("failed");
-          return Optional.empty();
+          return new Reservation(Optional.empty(), Optional.empty(), true);
         }
-        work.add("KAI's binder waits for reservation pod " + KaiKeys.RESERVATION_NAMESPACE + "/" + reservation.get().getMetadata().getName() + " of " + ref
-            + " to report its card");
-        return Optional.empty();
+        return Reservation.waiting("KAI's binder waits for reservation pod " + KaiKeys.RESERVATION_NAMESPACE + "/" + reservation.get().getMetadata().getName()
+            + " of " + ref + " to report its card", false);
       }
       uuids.add(uuid);
     }
-    return Optional.of(uuids);
+    return new Reservation(Optional.of(uuids), Optional.empty(), false);
   }
 
   /** The group label(s), the gpusharing and hamicore plugins' ConfigMaps, the bind annotation. */
