@@ -93,28 +93,52 @@ final class AdmittedWrites {
     if (!path.namespace().isEmpty()) {
       created.withObject("metadata").put("namespace", path.namespace());
     }
+    AdmissionWebhookCaller caller = webhooks.get();
     if (pod) {
+      // the mutating phase: the deployment's webhook configuration and the stand-ins' by name, as the API server orders them
+      List<PodAdmission> before = new ArrayList<>();
+      List<PodAdmission> after = new ArrayList<>();
       for (PodAdmission admission : inProcess) {
-        PodAdmission.Result result = admission.admit(object, user);
+        (caller == null || admission.name().compareTo(caller.name()) < 0 ? before : after).add(admission);
+      }
+      for (PodAdmission admission : before) {
+        PodAdmission.Result result = admission.mutate(object, user);
         if (result.denial().isPresent()) {
-          return Statuses.of(400, "BadRequest", "admission webhook \"" + admission.name() + "\" denied the request: " + result.denial().get());
+          return denial(admission, result.denial().get());
         }
         object = result.pod();
       }
-    }
-    AdmissionWebhookCaller caller = webhooks.get();
-    if (pod && caller != null) {
-      AdmissionWebhookCaller.Outcome outcome = caller.admitCreate(object, namespaceLabels(path.namespace()), user);
-      if (!outcome.allowed()) {
-        return Statuses.of(400, "BadRequest", outcome.message());
+      if (caller != null) {
+        AdmissionWebhookCaller.Outcome outcome = caller.admitCreate(object, namespaceLabels(path.namespace()), user);
+        if (!outcome.allowed()) {
+          return Statuses.of(400, "BadRequest", outcome.message());
+        }
+        object = outcome.pod();
       }
-      object = outcome.pod();
+      for (PodAdmission admission : after) {
+        PodAdmission.Result result = admission.mutate(object, user);
+        if (result.denial().isPresent()) {
+          return denial(admission, result.denial().get());
+        }
+        object = result.pod();
+      }
+      // the validating phase, on the pod every mutation has seen
+      for (PodAdmission admission : inProcess) {
+        Optional<String> denied = admission.validate(object, user);
+        if (denied.isPresent()) {
+          return denial(admission, denied.get());
+        }
+      }
     }
     Optional<MockResponse> denied = admit(policies, AdmissionAttributes.CREATE, path, user, object, null);
     if (denied.isPresent()) {
       return denied.get();
     }
     return crud.handleCreate(Requests.of(HttpMethod.POST, request.getPath(), JSON.writeValueAsString(object)));
+  }
+
+  private static MockResponse denial(PodAdmission admission, String message) {
+    return Statuses.of(400, "BadRequest", "admission webhook \"" + admission.name() + "\" denied the request: " + message);
   }
 
   /** A replacement ({@code PUT}) of an object or of its status. */

@@ -4,9 +4,10 @@ import java.util.Optional;
 import tools.jackson.databind.JsonNode;
 
 /**
- * A mutating admission webhook of a stand-in (KAI's), run by the API server stand-in in its own process
- * at pod CREATE, before the deployment's webhooks, as the API server calls a configured webhook: it may
- * change the pod or deny it.
+ * The admission webhooks of a stand-in (KAI's), run by the API server stand-in in its own process at pod
+ * CREATE as the API server calls configured ones: {@link #mutate} among the mutating webhooks in the
+ * order of their configurations' names (the deployment's included), then {@link #validate} in the
+ * validating phase, after every mutation.
  */
 public interface PodAdmission {
   /**
@@ -17,14 +18,21 @@ public interface PodAdmission {
    */
   record Result(JsonNode pod, Optional<String> denial) {}
 
-  /** The webhook's name, as the API server names it in a denial. */
+  /** The webhook configuration's name: it orders the mutating webhooks, and the API server names it in a denial. */
   String name();
 
   /**
-   * Admits a pod being created.
+   * The mutating webhook on a pod being created.
    *
-   * @param pod the pod as submitted (namespace set)
+   * @param pod the pod as the webhooks before it left it (namespace set)
    * @param user who creates it
    */
-  Result admit(JsonNode pod, UserInfo user);
+  Result mutate(JsonNode pod, UserInfo user);
+
+  /**
+   * The validating webhook on the pod every mutating webhook has seen.
+   *
+   * @return the webhook's message when it denies the pod
+   */
+  Optional<String> validate(JsonNode pod, UserInfo user);
 }

@@ -62,29 +62,49 @@ public final class KaiAdmission implements PodAdmission {
   }
 
   @Override
-  public PodAdmission.Result admit(JsonNode pod, UserInfo user) {
-    Outcome outcome = admit(pod);
-    return new PodAdmission.Result(outcome.pod(), outcome.denial());
+  public PodAdmission.Result mutate(JsonNode pod, UserInfo user) {
+    if (validation(pod).isPresent()) {
+      return new PodAdmission.Result(pod, Optional.empty()); // the validating phase denies it
+    }
+    return new PodAdmission.Result(admit(pod).pod(), Optional.empty());
   }
 
-  /** Admits a pod being created (namespace set): KAI's pods only, anything else as sent. */
+  @Override
+  public Optional<String> validate(JsonNode pod, UserInfo user) {
+    return validation(pod);
+  }
+
+  /** KAI's validation of a pod it schedules; empty for a valid one and for other schedulers' pods. */
+  private static Optional<String> validation(JsonNode pod) {
+    if (!KaiKeys.SCHEDULER_NAME.equals(pod.path("spec").path("schedulerName").asString(""))) {
+      return Optional.empty();
+    }
+    Pod typed = PodJson.mapper().treeToValue(pod, Pod.class);
+    Optional<String> invalid = KaiGpuRequest.validate(typed);
+    if (invalid.isPresent() || !KaiGpuRequest.of(typed).shared()) {
+      return invalid;
+    }
+    return FractionContainer.of(pod).isPresent() ? Optional.empty()
+        : Optional.of("the container named by " + KaiKeys.GPU_FRACTION_CONTAINER_NAME + " is not in the pod");
+  }
+
+  /**
+   * Both phases on a pod being created (namespace set), as the pod leaves KAI's webhooks: KAI's pods
+   * only, anything else as sent.
+   */
   public Outcome admit(JsonNode submitted) {
     ObjectNode pod = (ObjectNode) submitted.deepCopy();
     if (!KaiKeys.SCHEDULER_NAME.equals(pod.path("spec").path("schedulerName").asString(""))) {
       return new Outcome(pod, Optional.empty());
     }
-    Pod typed = PodJson.mapper().treeToValue(pod, Pod.class);
-    Optional<String> invalid = KaiGpuRequest.validate(typed);
+    Optional<String> invalid = validation(pod);
     if (invalid.isPresent()) {
       return new Outcome(pod, invalid);
     }
-    if (!KaiGpuRequest.of(typed).shared()) {
+    if (!KaiGpuRequest.of(PodJson.mapper().treeToValue(pod, Pod.class)).shared()) {
       return new Outcome(pod, Optional.empty());
     }
     Optional<FractionContainer> target = FractionContainer.of(pod);
-    if (target.isEmpty()) {
-      return new Outcome(pod, Optional.of("the container named by " + KaiKeys.GPU_FRACTION_CONTAINER_NAME + " is not in the pod"));
-    }
     FractionContainer fc = target.get();
     ObjectNode annotations = pod.withObject("metadata").withObject("annotations");
     String prefix = annotations.path(KaiKeys.SHARED_GPU_CONFIGMAP).asString("");
