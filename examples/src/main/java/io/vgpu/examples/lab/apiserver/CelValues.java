@@ -13,7 +13,9 @@ import tools.jackson.databind.JsonNode;
 
 /**
  * JSON as CEL sees an unstructured Kubernetes object: objects are maps, arrays lists, whole numbers
- * {@code int} (Java {@code Long}), other numbers {@code double}, {@code null} CEL's null.
+ * {@code int} (Java {@code Long}), other numbers {@code double}, {@code null} CEL's null. A field whose
+ * value is {@code null} is left out, as kube-apiserver decodes it: {@code has(object.metadata.namespace)}
+ * is false for a Node whatever JSON the write carried.
  */
 final class CelValues {
   private static final String ERROR_PREFIX = "evaluation error at ";
@@ -28,7 +30,11 @@ final class CelValues {
     }
     if (node.isObject()) {
       Map<String, Object> out = new LinkedHashMap<>();
-      node.properties().forEach(e -> out.put(e.getKey(), of(e.getValue())));
+      node.properties().forEach(e -> {
+        if (!e.getValue().isNull()) {
+          out.put(e.getKey(), of(e.getValue()));
+        }
+      });
       return out;
     }
     if (node.isArray()) {

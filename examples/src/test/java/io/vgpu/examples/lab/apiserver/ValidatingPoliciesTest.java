@@ -162,6 +162,20 @@ class ValidatingPoliciesTest {
     assertThat(fixture.validate(update(POD, AGENT_W1, pod("w1", Map.of("x", "y")), pod("w1", Map.of())))).isEmpty();
   }
 
+  /** A JSON null is no field to kube-apiserver: the chart's policy sees a Node whatever nulls the write carried. */
+  @Test
+  void theChartsNodeAgentPolicySeesANullNamespaceAsNone() throws IOException {
+    ValidatingPolicies chart;
+    try (MappingIterator<JsonNode> it = YAML.readerFor(JsonNode.class).readValues(java.nio.file.Path.of("deploy/device-plugin-admission-policy.yaml").toFile())) {
+      chart = compile(it.readAll());
+    }
+    UserInfo agent = UserInfo.boundServiceAccount("kube-system", "hami-device-plugin", "w1");
+    ObjectNode written = node("w1");
+    written.withObject("metadata").putNull("namespace");
+    assertThat(chart.validate(update(NODE_W1, agent, written, node("w1")))).isEmpty();
+    assertThat(message(chart.validate(update(NODE_W2, agent, node("w2"), node("w2"))))).isEqualTo("the node agent of node w1 may write only its own Node, not Node w2");
+  }
+
   @Test
   void aNodeAgentIsDeniedAnotherNodeAndItsPods() {
     assertThat(message(fixture.validate(update(NODE_W2, AGENT_W1, node("w2"), node("w2"))))).isEqualTo("a node agent may write only its own Node, w1");
