@@ -90,6 +90,7 @@ int main(int argc, char **argv) {
             case PROBE_ESCAPE: probe_escape(op); break;
             case PROBE_OVERBOOK: probe_overbook(op); break;
             case PROBE_HOLD: hold(op->seconds); break;
+            case PROBE_RESERVE: probe_reserve(); break;
             case PROBE_SPAWN: return probe_spawn(op->number, count - i - 1, argv + i + 2);
             case PROBE_EXIT:
                 probe_ops_complete();

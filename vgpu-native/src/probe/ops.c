@@ -25,7 +25,7 @@ static const struct op_syntax SYNTAX[] = {
     {"killed-child", PROBE_KILLED_CHILD, 'S', false}, {"spawn", PROBE_SPAWN, 'n', false},
     {"escape", PROBE_ESCAPE, 'S', true},      {"overbook", PROBE_OVERBOOK, 'S', true},
     {"hold", PROBE_HOLD, 's', false},
-    {"exit", PROBE_EXIT, 'c', false},
+    {"exit", PROBE_EXIT, 'c', false},       {"reserve", PROBE_RESERVE, 0, false},
 };
 
 static bool digits_only(const char *text, size_t length) {
@@ -93,7 +93,7 @@ static bool parse_one(const char *text, int position, struct probe_op *op, char 
         if (strcmp(SYNTAX[i].name, name) == 0) syntax = &SYNTAX[i];
     if (syntax == NULL)
         return fail(error, size, position, text,
-                    "unknown op (known: info nvml alloc:SIZE[@N] fill[@N] compute:SECONDS[@N] vectoradd killed-child:SIZE "
+                    "unknown op (known: info nvml alloc:SIZE[@N] fill[@N] compute:SECONDS[@N] vectoradd reserve killed-child:SIZE "
                     "spawn:N escape:SIZE[@N] overbook:SIZE[@N] hold:SECONDS exit:CODE)");
     *op = (struct probe_op){.kind = syntax->kind, .text = text};
     if (syntax->value == 0 && colon != NULL) return fail(error, size, position, text, "this op takes no :VALUE");

@@ -23,6 +23,7 @@ enum probe_op_kind {
     PROBE_OVERBOOK,
     PROBE_HOLD,
     PROBE_EXIT,
+    PROBE_RESERVE,
 };
 
 struct probe_op {
@@ -61,6 +62,9 @@ void probe_nvml(void);
 void probe_escape(const struct probe_op *op);
 /* A usage written into the container's shared region, as any of its processes can (region_op.c). */
 void probe_overbook(const struct probe_op *op);
+/* KAI's resource-reservation container: finds its one card through NVML and reports its UUID on its own
+ * pod through the API (reserve_op.c); exits 1 with KAI's message when it cannot. */
+void probe_reserve(void);
 /* Other processes (process_ops.c). */
 void probe_killed_child(const struct probe_op *op);
 /* Runs texts (the ops after spawn:N) in N processes at once, reports the ops complete once each has

@@ -58,7 +58,7 @@ final class CaughtUp {
     JsonNode scheduler = view.metrics().path("scheduler");
     if (scheduler.has(SCRAPE_ERROR)) {
       out.add("vgpu scheduler's metrics cannot be read: " + scheduler.path(SCRAPE_ERROR).asString(""));
-    } else {
+    } else if (!scheduler.isMissingNode()) { // absent: a scheduler that holds no cards (under KAI Scheduler)
       Set<String> counted = new HashSet<>();
       Map<String, Map<String, Double>> cards = new TreeMap<>();
       for (var sample : scheduler.properties()) {

@@ -29,6 +29,10 @@ import io.vgpu.examples.lab.kubelet.ContainerRuntime;
 import io.vgpu.examples.lab.kubelet.KubeletStandIn;
 import io.vgpu.examples.lab.kubelet.LabPodRunner;
 import io.vgpu.examples.lab.kubelet.MockMachine;
+import io.vgpu.examples.lab.kai.KaiAdmission;
+import io.vgpu.examples.lab.kai.KaiResources;
+import io.vgpu.examples.lab.kai.KaiStandIn;
+import io.vgpu.examples.lab.kai.ReservationPods;
 import io.vgpu.examples.lab.kubescheduler.KubeSchedulerConfig;
 import io.vgpu.examples.lab.kubescheduler.KubeSchedulerStandIn;
 import io.vgpu.examples.lab.report.PrometheusText;
@@ -41,6 +45,8 @@ import io.vgpu.k8s.simulate.NodeAgentSelector;
 import io.vgpu.k8s.simulate.NodeSpec;
 import io.vgpu.k8s.simulate.Scenario;
 import io.vgpu.k8s.simulate.ScenarioEvent;
+import io.vgpu.k8s.simulate.Stack;
+import io.vgpu.k8s.kai.KaiKeys;
 import io.vgpu.k8s.yaml.JacksonTrees;
 import io.vgpu.nvidia.HookLayout;
 import java.io.IOException;
@@ -106,8 +112,11 @@ public final class LabCluster implements AutoCloseable {
   private ComponentProcess scheduler;
   private List<String> schedulerArgs = List.of();
   private Map<String, String> schedulerEnv = Map.of();
-  private KubeSchedulerStandIn kubeScheduler;
+  private @org.jspecify.annotations.Nullable KubeSchedulerStandIn kubeScheduler;
   private KubeSchedulerStandIn defaultScheduler;
+  /** Whether KAI Scheduler schedules KAI's pods ({@code stack: kai}): its stand-in runs, vgpu is the isolation layer. */
+  private final boolean kai;
+  private @org.jspecify.annotations.Nullable KaiStandIn kaiStandIn;
   private String webhookName = "";
   private SchedulerLaunch launch;
   private DeviceConfig config;
@@ -119,7 +128,8 @@ public final class LabCluster implements AutoCloseable {
     this.workspace = workspace;
     // A component's JVM start is not settling: on a loaded 2-core machine it alone takes 20 s and more.
     this.readyTimeout = readyTimeout.compareTo(MIN_START_TIMEOUT) < 0 ? MIN_START_TIMEOUT : readyTimeout;
-    this.deployment = ReferenceDeployment.read(home.deployDirectory());
+    this.kai = scenario.stack() == Stack.KAI;
+    this.deployment = ReferenceDeployment.read(kai ? home.kaiDeployDirectory() : home.deployDirectory());
     this.java = new JavaCommand(Optional.of(home.root().resolve("target/lab-cds")));
     this.nodeOrder = scenario.nodes().stream().map(NodeSpec::name).toList();
     this.config = scenario.config();
@@ -222,14 +232,24 @@ public final class LabCluster implements AutoCloseable {
     launch.runCertificates(kubeconfig, workspace.file("logs/certificates.log"));
     scheduler.start();
 
-    KubeSchedulerConfig kubeSchedulerConfig = KubeSchedulerConfig.of(deployment.schedulerConfiguration());
-    URI prefix = kubeSchedulerConfig.extender().urlPrefix();
-    int extenderPort = launch.labPort(prefix.getPort() < 0 ? 443 : prefix.getPort(), "the extender's urlPrefix " + prefix);
-    kubeScheduler = new KubeSchedulerStandIn(client(deployment.schedulerUser()), kubeSchedulerConfig, URI.create("https://127.0.0.1:" + extenderPort + prefix.getRawPath()),
-        launch.kubeSchedulerTls(kubeSchedulerConfig), () -> nodeOrder, launch.podName());
-    // The cluster's own scheduler, for the pods that name default-scheduler (LAB.md, "Other schedulers").
-    if (!kubeSchedulerConfig.schedulerNames().contains(KubeSchedulerStandIn.DEFAULT_SCHEDULER)) {
-      defaultScheduler = KubeSchedulerStandIn.defaultScheduler(client(UserInfo.DEFAULT_SCHEDULER), kubeScheduler);
+    if (deployment.hasKubeScheduler()) {
+      KubeSchedulerConfig kubeSchedulerConfig = KubeSchedulerConfig.of(deployment.schedulerConfiguration());
+      URI prefix = kubeSchedulerConfig.extender().urlPrefix();
+      int extenderPort = launch.labPort(prefix.getPort() < 0 ? 443 : prefix.getPort(), "the extender's urlPrefix " + prefix);
+      kubeScheduler = new KubeSchedulerStandIn(client(deployment.schedulerUser()), kubeSchedulerConfig, URI.create("https://127.0.0.1:" + extenderPort + prefix.getRawPath()),
+          launch.kubeSchedulerTls(kubeSchedulerConfig), () -> nodeOrder, launch.podName());
+      // The cluster's own scheduler, for the pods that name default-scheduler (LAB.md, "Other schedulers").
+      if (!kubeSchedulerConfig.schedulerNames().contains(KubeSchedulerStandIn.DEFAULT_SCHEDULER)) {
+        defaultScheduler = KubeSchedulerStandIn.defaultScheduler(client(UserInfo.DEFAULT_SCHEDULER), kubeScheduler);
+      }
+    } else {
+      // under KAI Scheduler vgpu runs no kube-scheduler: the cluster's own still schedules everything else
+      defaultScheduler = KubeSchedulerStandIn.defaultScheduler(client(UserInfo.DEFAULT_SCHEDULER), () -> nodeOrder);
+    }
+    if (kai) {
+      // KAI's webhook, then its controllers (LAB.md "Under KAI Scheduler"); its reservation pods run the probe's reserve op
+      api.admission(new KaiAdmission(KaiStandIn::random7));
+      kaiStandIn = new KaiStandIn(this::client, () -> nodeOrder, LabPodRunner.PROBE_IMAGE, List.of("reserve"), "", KaiStandIn.RESERVATION_TIMEOUT);
     }
     int webhookPort = deployment.webhookContainerPort();
     api.admission(webhookName, URI.create("https://127.0.0.1:" + launch.labPort(webhookPort, "the webhook's Service port")));
@@ -283,6 +303,10 @@ public final class LabCluster implements AutoCloseable {
 
   private void createObjects() {
     Set<String> namespaces = new LinkedHashSet<>(List.of("default", "kube-system"));
+    if (kai) {
+      namespaces.add(KaiStandIn.NAMESPACE);
+      namespaces.add(KaiKeys.RESERVATION_NAMESPACE);
+    }
     scenario.quotas().keySet().forEach(namespaces::add);
     scenario.events().forEach(e -> {
       if (e instanceof ScenarioEvent.Create c) {
@@ -325,6 +349,9 @@ public final class LabCluster implements AutoCloseable {
             .resource(PodJson.mapper().treeToValue(object, ValidatingAdmissionPolicyBinding.class)).create();
       }
     }
+    if (kai) {
+      createKaiObjects();
+    }
     // The RuntimeClass NVIDIA's GPU operator installs, which the chart's prerequisites include.
     client.resources(io.fabric8.kubernetes.api.model.node.v1.RuntimeClass.class).resource(new RuntimeClassBuilder().withNewMetadata().withName("nvidia").endMetadata().withHandler("nvidia").build()).create();
     scenario.quotas().forEach((ns, limits) -> {
@@ -338,6 +365,51 @@ public final class LabCluster implements AutoCloseable {
       client.resourceQuotas().inNamespace(ns).resource(
           new ResourceQuotaBuilder().withNewMetadata().withName("gpu").withNamespace(ns).endMetadata().withNewSpec().withHard(hard).endSpec().build()).create();
     });
+  }
+
+  /** KAI's ServiceAccounts and the scenario's Queues, in file order, as KAI's chart and the scenario's author create them. */
+  private void createKaiObjects() {
+    for (UserInfo user : List.of(KaiStandIn.POD_GROUPER, KaiStandIn.SCHEDULER, KaiStandIn.BINDER)) {
+      String name = user.username().substring(user.username().lastIndexOf(':') + 1);
+      client.serviceAccounts().inNamespace(KaiStandIn.NAMESPACE).resource(new io.fabric8.kubernetes.api.model.ServiceAccountBuilder().withNewMetadata()
+          .withName(name).withNamespace(KaiStandIn.NAMESPACE).endMetadata().build()).create();
+    }
+    client.serviceAccounts().inNamespace(KaiKeys.RESERVATION_NAMESPACE).resource(new io.fabric8.kubernetes.api.model.ServiceAccountBuilder().withNewMetadata()
+        .withName(ReservationPods.SERVICE_ACCOUNT).withNamespace(KaiKeys.RESERVATION_NAMESPACE).endMetadata().build()).create();
+    for (ScenarioEvent.CreateQueue queue : scenario.queues()) {
+      createKaiObject(queue);
+    }
+  }
+
+  /** Creates a Queue or PodGroup of the scenario as its author (the lab's administrator). */
+  public void createKaiObject(ScenarioEvent event) {
+    if (event instanceof ScenarioEvent.CreateQueue q) {
+      KaiResources.of(client, KaiResources.QUEUE).resource(withApiVersion(q.manifest(), KaiKeys.QUEUE_API_VERSION, "Queue")).create();
+    } else if (event instanceof ScenarioEvent.CreatePodGroup g) {
+      KaiResources.of(client, KaiResources.POD_GROUP).inNamespace(g.ref().namespace())
+          .resource(withApiVersion(g.manifest(), KaiKeys.POD_GROUP_API_VERSION, "PodGroup")).create();
+    }
+  }
+
+  /** Deletes a Queue or PodGroup. */
+  public void deleteKaiObject(ScenarioEvent.DeleteObject event) {
+    if (event.kind().equals("Queue")) {
+      KaiResources.of(client, KaiResources.QUEUE).withName(event.name()).withGracePeriod(0).delete();
+    } else {
+      KaiResources.of(client, KaiResources.POD_GROUP).inNamespace(event.namespace()).withName(event.name()).withGracePeriod(0).delete();
+    }
+  }
+
+  private static io.fabric8.kubernetes.api.model.GenericKubernetesResource withApiVersion(io.fabric8.kubernetes.api.model.GenericKubernetesResource manifest,
+      String apiVersion, String kind) {
+    io.fabric8.kubernetes.api.model.GenericKubernetesResource copy = KaiResources.generic(KaiResources.json(manifest));
+    if (copy.getApiVersion() == null || copy.getApiVersion().isEmpty()) {
+      copy.setApiVersion(apiVersion);
+    }
+    if (copy.getKind() == null || copy.getKind().isEmpty()) {
+      copy.setKind(kind);
+    }
+    return copy;
   }
 
   /** Writes the device configuration the components read: HAMi's file, its {@code nvidia} section. */
@@ -403,10 +475,21 @@ public final class LabCluster implements AutoCloseable {
    */
   private void awaitAgentReady(String node, int registrationsBefore) {
     KubeletStandIn kubelet = kubelets.get(node);
+    if (kai) {
+      // under KAI the agent serves whole cards and publishes the labels KAI reads; it registers no vGPUs
+      agents.get(node).awaitReady(() -> kubelet.registrations() > registrationsBefore && kubelet.serving(io.vgpu.examples.lab.kai.KaiGpuRequest.GPU_RESOURCE)
+          && labelled(node), "registered with its kubelet serving nvidia.com/gpu and the node labelled " + KaiKeys.NODE_GPU_MEMORY_LABEL, readyTimeout);
+      return;
+    }
     List<SchedulableDevice> expected = new DeviceRegistrar(config.schema().vendor()).register(machines.get(node).devices(), config.sharing());
     agents.get(node).awaitReady(
         () -> kubelet.registrations() > registrationsBefore && kubelet.serving(config.resourceCountName()) && registered(node, expected),
         "registered with its kubelet and its node annotation current", readyTimeout);
+  }
+
+  private boolean labelled(String node) {
+    Node object = client.nodes().withName(node).get();
+    return object != null && object.getMetadata().getLabels() != null && object.getMetadata().getLabels().containsKey(KaiKeys.NODE_GPU_MEMORY_LABEL);
   }
 
   private boolean registered(String node, List<SchedulableDevice> expected) {
@@ -481,17 +564,29 @@ public final class LabCluster implements AutoCloseable {
   /** Every component's metrics now: {@code scheduler}, and {@code nodes} by node name. */
   public ObjectNode scrape() {
     ObjectNode out = YAML.createObjectNode();
-    out.set("scheduler", metrics(launch.metricsPort()));
+    ObjectNode scheduler = metrics(launch.metricsPort());
+    if (scheduler != null) {
+      out.set("scheduler", scheduler);
+    }
     ObjectNode nodes = out.putObject("nodes");
-    agentMetricsPorts.forEach((node, port) -> nodes.set(node, metrics(port)));
+    agentMetricsPorts.forEach((node, port) -> {
+      ObjectNode samples = metrics(port);
+      if (samples != null) {
+        nodes.set(node, samples);
+      }
+    });
     return out;
   }
 
-  private ObjectNode metrics(int port) {
+  /** One component's samples; null when it serves no {@code /metrics} at all. */
+  private @org.jspecify.annotations.Nullable ObjectNode metrics(int port) {
     ObjectNode out = YAML.createObjectNode();
     try {
       HttpResponse<String> r = plainHttp.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/metrics")).timeout(Duration.ofSeconds(5)).GET().build(),
           HttpResponse.BodyHandlers.ofString());
+      if (r.statusCode() == 404) {
+        return null; // a component that exports no metrics (the scheduler under KAI Scheduler serves only its probes)
+      }
       PrometheusText.parse(r.body()).forEach((k, v) -> {
         if (v.finite()) {
           out.put(k, v.number());
@@ -519,9 +614,19 @@ public final class LabCluster implements AutoCloseable {
     return userClients.computeIfAbsent(user, api::client);
   }
 
-  /** kube-scheduler. */
-  public KubeSchedulerStandIn kubeScheduler() {
-    return kubeScheduler;
+  /** kube-scheduler with vgpu's extender; absent under KAI Scheduler. */
+  public Optional<KubeSchedulerStandIn> kubeScheduler() {
+    return Optional.ofNullable(kubeScheduler);
+  }
+
+  /** The KAI Scheduler stand-in, under {@code stack: kai}. */
+  public Optional<KaiStandIn> kai() {
+    return Optional.ofNullable(kaiStandIn);
+  }
+
+  /** The pods the cluster's kube-schedulers bound, in order (vgpu's and the default one). */
+  public List<io.vgpu.api.PodRef> placed() {
+    return schedulers().get(0).placed();
   }
 
   /**
@@ -530,7 +635,14 @@ public final class LabCluster implements AutoCloseable {
    * both schedulers' placements.
    */
   public List<KubeSchedulerStandIn> schedulers() {
-    return defaultScheduler == null ? List.of(kubeScheduler) : List.of(kubeScheduler, defaultScheduler);
+    List<KubeSchedulerStandIn> out = new ArrayList<>();
+    if (kubeScheduler != null) {
+      out.add(kubeScheduler);
+    }
+    if (defaultScheduler != null) {
+      out.add(defaultScheduler);
+    }
+    return out;
   }
 
   /** The kubelets by node, in the scenario's order. */
@@ -601,6 +713,9 @@ public final class LabCluster implements AutoCloseable {
 
   @Override
   public void close() {
+    if (kaiStandIn != null) {
+      kaiStandIn.close();
+    }
     if (kubeScheduler != null) {
       kubeScheduler.close();
     }

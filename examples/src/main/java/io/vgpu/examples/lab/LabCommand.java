@@ -64,6 +64,9 @@ public final class LabCommand implements Callable<Integer> {
     }
     // grpc's netty warns that unix sockets ignore SO_KEEPALIVE, once per socket: noise in a lab's output
     System.setProperty("org.slf4j.simpleLogger.log.io.grpc.netty.shaded.io.netty.bootstrap", "error");
+    // fabric8 warns once per custom resource of a pre-release API version: KAI's BindRequest and PodGroup are
+    // v1alpha2 and v2alpha2 by KAI's choice, nothing a lab user can act on
+    System.setProperty("org.slf4j.simpleLogger.log.io.fabric8.kubernetes.client.dsl.internal.VersionUsageUtils", "error");
     PrintWriter out = spec.commandLine().getOut();
     LabHome home = LabHome.locate();
     LabPreflight.check(home);

@@ -48,6 +48,11 @@ public record LabHome(Path root) {
     return root.resolve("examples/deploy");
   }
 
+  /** The reference deployment's manifests rendered with the chart's KAI values: vgpu under KAI Scheduler. */
+  public Path kaiDeployDirectory() {
+    return root.resolve("examples/deploy-kai");
+  }
+
   /** Where the built-in suites live: one directory of scenarios per suite. */
   public Path suitesDirectory() {
     return root.resolve("examples/lab");

@@ -72,14 +72,14 @@ public final class LabRun {
     List<ScenarioEvent> events = scenario.events();
     for (int i = 0; i < events.size(); i++) {
       ScenarioEvent event = events.get(i);
-      List<PodRef> placedBefore = cluster.kubeScheduler().placed();
+      List<PodRef> placedBefore = cluster.placed();
       ObjectNode step = timeline.addObject();
       step.put("step", i);
       step.put("event", event.describe());
       long stepStart = System.nanoTime();
       apply(event, step);
       settle(event.describe());
-      List<PodRef> placedAfter = cluster.kubeScheduler().placed();
+      List<PodRef> placedAfter = cluster.placed();
       ArrayNode scheduled = step.putArray("scheduled");
       List<PodRef> placedNow = placedAfter.subList(placedBefore.size(), placedAfter.size());
       placedNow.forEach(p -> scheduled.add(p.toString()));
@@ -91,7 +91,17 @@ public final class LabRun {
       }
     }
     awaitProbes();
-    return new LabReportBuilder(cluster, pods, timeline).build();
+    if (cluster.kai().isEmpty()) {
+      return new LabReportBuilder(cluster, pods, timeline).build();
+    }
+    // KAI's reservation pods are pods of the run too (LAB.md "Under KAI Scheduler"), after the scenario's
+    Map<PodRef, Optional<String>> all = new LinkedHashMap<>(pods);
+    for (Pod pod : cluster.client().pods().inNamespace(io.vgpu.k8s.kai.KaiKeys.RESERVATION_NAMESPACE).list().getItems()) {
+      all.putIfAbsent(PodRefs.of(pod), Optional.empty());
+    }
+    ObjectNode report = new LabReportBuilder(cluster, all, timeline).build();
+    KaiReport.complete(report, cluster, scenario);
+    return report;
   }
 
   private void apply(ScenarioEvent event, ObjectNode step) {
@@ -112,6 +122,10 @@ public final class LabRun {
       sleep(wait.duration());
     } else if (event instanceof ScenarioEvent.Scrape) {
       step.set("metrics", cluster.scrape());
+    } else if (event instanceof ScenarioEvent.CreateQueue || event instanceof ScenarioEvent.CreatePodGroup) {
+      cluster.createKaiObject(event);
+    } else if (event instanceof ScenarioEvent.DeleteObject delete) {
+      cluster.deleteKaiObject(delete);
     }
   }
 
@@ -128,7 +142,7 @@ public final class LabRun {
       Pod created = cluster.client(UserInfo.TENANT).pods().inNamespace(ref.namespace()).resource(pod).create();
       pods.put(ref, Optional.empty());
       String uid = created.getMetadata().getUid();
-      await(() -> cluster.schedulers().stream().allMatch(s -> s.seen(uid)), () -> "the schedulers to see " + ref);
+      await(() -> cluster.schedulers().stream().allMatch(s -> s.seen(uid)) && cluster.kai().map(k -> k.seen(uid)).orElse(true), () -> "the schedulers to see " + ref);
     } catch (KubernetesClientException e) {
       String message = e.getStatus() != null && e.getStatus().getMessage() != null ? e.getStatus().getMessage() : String.valueOf(e.getMessage());
       int denied = message.indexOf(DENIED);
@@ -157,7 +171,8 @@ public final class LabRun {
     String uid = pod.getMetadata().getUid();
     settling.deleting(pod);
     cluster.client(UserInfo.TENANT).pods().inNamespace(ref.namespace()).withName(ref.name()).withGracePeriod(0).delete();
-    await(() -> cluster.schedulers().stream().allMatch(s -> s.seenDeleted(uid)), () -> "the schedulers to see " + ref + " deleted");
+    await(() -> cluster.schedulers().stream().allMatch(s -> s.seenDeleted(uid)) && cluster.kai().map(k -> k.seenDeleted(uid)).orElse(true),
+        () -> "the schedulers to see " + ref + " deleted");
     String node = pod.getSpec().getNodeName();
     if (node != null && cluster.kubelets().containsKey(node)) {
       KubeletStandIn kubelet = cluster.kubelets().get(node);
@@ -241,6 +256,7 @@ public final class LabRun {
   private List<String> inTransit() {
     List<String> out = new ArrayList<>();
     cluster.schedulers().forEach(s -> out.addAll(s.pendingWork()));
+    cluster.kai().ifPresent(k -> out.addAll(k.pendingWork()));
     for (Pod pod : cluster.client().pods().inAnyNamespace().list().getItems()) {
       String node = pod.getSpec().getNodeName();
       if (node == null || node.isEmpty()) {

@@ -71,6 +71,11 @@ public final class AdmissionWebhookCaller {
     this.serviceBase = serviceBase;
   }
 
+  /** The {@code MutatingWebhookConfiguration}'s name. */
+  public String name() {
+    return name;
+  }
+
   /**
    * Runs every matching webhook on a pod being created.
    *

@@ -37,6 +37,7 @@ final class AdmittedWrites {
   private final IndexedCrudDispatcher crud;
   private final Supplier<@Nullable AdmissionWebhookCaller> webhooks;
   private final Object compiling = new Object();
+  private final List<PodAdmission> inProcess = new java.util.concurrent.CopyOnWriteArrayList<>();
   private volatile Compiled compiled = new Compiled(-1, ValidatingPolicies.NONE);
 
   /** The policies compiled from the store as it was at a count of its policy changes. */
@@ -45,6 +46,11 @@ final class AdmittedWrites {
   AdmittedWrites(IndexedCrudDispatcher crud, Supplier<@Nullable AdmissionWebhookCaller> webhooks) {
     this.crud = crud;
     this.webhooks = webhooks;
+  }
+
+  /** Adds a stand-in's webhook, called on pod creation before the configured ones. */
+  void add(PodAdmission admission) {
+    inProcess.add(admission);
   }
 
   /** The stored policies, compiled again only after the store's policies or bindings changed. */
@@ -88,18 +94,51 @@ final class AdmittedWrites {
       created.withObject("metadata").put("namespace", path.namespace());
     }
     AdmissionWebhookCaller caller = webhooks.get();
-    if (pod && caller != null) {
-      AdmissionWebhookCaller.Outcome outcome = caller.admitCreate(created, namespaceLabels(path.namespace()), user);
-      if (!outcome.allowed()) {
-        return Statuses.of(400, "BadRequest", outcome.message());
+    if (pod) {
+      // the mutating phase: the deployment's webhook configuration and the stand-ins' by name, as the API server orders them
+      List<PodAdmission> before = new ArrayList<>();
+      List<PodAdmission> after = new ArrayList<>();
+      for (PodAdmission admission : inProcess) {
+        (caller == null || admission.name().compareTo(caller.name()) < 0 ? before : after).add(admission);
       }
-      object = outcome.pod();
+      for (PodAdmission admission : before) {
+        PodAdmission.Result result = admission.mutate(object, user);
+        if (result.denial().isPresent()) {
+          return denial(admission, result.denial().get());
+        }
+        object = result.pod();
+      }
+      if (caller != null) {
+        AdmissionWebhookCaller.Outcome outcome = caller.admitCreate(object, namespaceLabels(path.namespace()), user);
+        if (!outcome.allowed()) {
+          return Statuses.of(400, "BadRequest", outcome.message());
+        }
+        object = outcome.pod();
+      }
+      for (PodAdmission admission : after) {
+        PodAdmission.Result result = admission.mutate(object, user);
+        if (result.denial().isPresent()) {
+          return denial(admission, result.denial().get());
+        }
+        object = result.pod();
+      }
+      // the validating phase, on the pod every mutation has seen
+      for (PodAdmission admission : inProcess) {
+        Optional<String> denied = admission.validate(object, user);
+        if (denied.isPresent()) {
+          return denial(admission, denied.get());
+        }
+      }
     }
     Optional<MockResponse> denied = admit(policies, AdmissionAttributes.CREATE, path, user, object, null);
     if (denied.isPresent()) {
       return denied.get();
     }
     return crud.handleCreate(Requests.of(HttpMethod.POST, request.getPath(), JSON.writeValueAsString(object)));
+  }
+
+  private static MockResponse denial(PodAdmission admission, String message) {
+    return Statuses.of(400, "BadRequest", "admission webhook \"" + admission.name() + "\" denied the request: " + message);
   }
 
   /** A replacement ({@code PUT}) of an object or of its status. */

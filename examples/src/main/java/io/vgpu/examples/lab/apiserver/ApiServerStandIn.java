@@ -78,6 +78,14 @@ public final class ApiServerStandIn implements AutoCloseable {
   }
 
   /**
+   * Runs a stand-in's mutating webhook (KAI's) in this process on every pod creation, before the
+   * configured webhooks, as the API server would call it.
+   */
+  public void admission(PodAdmission admission) {
+    dispatcher.admission(admission);
+  }
+
+  /**
    * Stores objects straight into the server, each as a create through the API would store it (name,
    * UID, resource version, creation time; a duplicate name refused), without an HTTP round trip per
    * object: for filling a large cluster before the components start. Watches already open see them

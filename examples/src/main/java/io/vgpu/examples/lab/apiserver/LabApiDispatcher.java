@@ -66,6 +66,11 @@ final class LabApiDispatcher extends Dispatcher {
     }, serviceBase));
   }
 
+  /** Adds a stand-in's webhook, called on every pod creation before the configured ones. */
+  void admission(PodAdmission admission) {
+    writes.add(admission);
+  }
+
   /**
    * Stores objects as if each had been created through the API (a name, UID, resource version and
    * creation time; a second object of the same name is refused), without HTTP, admission or the

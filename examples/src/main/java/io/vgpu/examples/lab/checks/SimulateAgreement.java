@@ -17,7 +17,8 @@ import tools.jackson.databind.JsonNode;
 /**
  * The lab's placements must be {@code vgpu simulate}'s: every pod simulate runs is bound to the same
  * node with the same cards per container, every pod it leaves pending is unbound, every pod it rejects
- * is rejected with the same message. Pods a {@code patch} event changed (the API server took it) are
+ * is rejected with the same message. Under {@code stack: kai} the pods KAI schedules are left out: the
+ * lab's KAI stand-in places them, not vgpu. Pods a {@code patch} event changed (the API server took it) are
  * left out: simulate does not apply patches, so it has nothing to compare them with.
  */
 public final class SimulateAgreement {
@@ -27,9 +28,10 @@ public final class SimulateAgreement {
   public static List<String> differences(Scenario scenario, JsonNode report) {
     SimulationResult expected = new Simulator(scenario, Engine::builder, null).replay();
     Set<PodRef> patched = patched(scenario, report);
+    Set<PodRef> kaiPods = kaiPods(scenario);
     List<String> out = new ArrayList<>();
     for (SimulationResult.PodOutcome pod : expected.pods()) {
-      if (patched.contains(pod.pod())) {
+      if (patched.contains(pod.pod()) || kaiPods.contains(pod.pod())) {
         continue;
       }
       String name = pod.pod().toString();
@@ -62,6 +64,23 @@ public final class SimulateAgreement {
         }
         compareContainers(name, pod.initContainers(), lab.path("initContainers"), out);
         compareContainers(name, pod.containers(), lab.path("containers"), out);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Under {@code stack: kai}, the pods KAI Scheduler schedules (they name {@code kai-scheduler}): the
+   * lab's KAI stand-in places them, simulate leaves them to KAI, so there is nothing to compare.
+   */
+  private static Set<PodRef> kaiPods(Scenario scenario) {
+    Set<PodRef> out = new HashSet<>();
+    if (scenario.stack() != io.vgpu.k8s.simulate.Stack.KAI) {
+      return out;
+    }
+    for (ScenarioEvent e : scenario.events()) {
+      if (e instanceof ScenarioEvent.Create create && io.vgpu.k8s.kai.KaiKeys.SCHEDULER_NAME.equals(create.pod().getSpec().getSchedulerName())) {
+        out.add(create.ref());
       }
     }
     return out;

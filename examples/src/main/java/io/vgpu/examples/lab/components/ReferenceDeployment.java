@@ -49,9 +49,9 @@ public final class ReferenceDeployment {
   private final JsonNode devicePluginWorkload;
   private final Container scheduler;
   private final Container certificates;
-  private final Container kubeScheduler;
+  private final @org.jspecify.annotations.Nullable Container kubeScheduler;
   private final Container devicePlugin;
-  private final JsonNode schedulerConfig;
+  private final @org.jspecify.annotations.Nullable JsonNode schedulerConfig;
   private final JsonNode webhookConfig;
 
   /**
@@ -104,10 +104,11 @@ public final class ReferenceDeployment {
     this.schedulerWorkload = workload("Deployment", SCHEDULER_CONTAINER);
     this.scheduler = container(schedulerWorkload, SCHEDULER_CONTAINER);
     this.certificates = container(schedulerWorkload, CERTIFICATES_CONTAINER);
-    this.kubeScheduler = container(schedulerWorkload, KUBE_SCHEDULER_CONTAINER);
+    // the render under KAI Scheduler runs no kube-scheduler and no extender: both are optional
+    this.kubeScheduler = hasContainer(schedulerWorkload, KUBE_SCHEDULER_CONTAINER) ? container(schedulerWorkload, KUBE_SCHEDULER_CONTAINER) : null;
     this.devicePluginWorkload = workload("DaemonSet", DEVICE_PLUGIN_CONTAINER);
     this.devicePlugin = container(devicePluginWorkload, DEVICE_PLUGIN_CONTAINER);
-    this.schedulerConfig = kubeSchedulerConfiguration();
+    this.schedulerConfig = kubeScheduler == null ? null : kubeSchedulerConfiguration();
     this.webhookConfig = objects.stream().filter(o -> kind(o).equals("MutatingWebhookConfiguration")).findFirst()
         .orElseThrow(() -> new UnavailableException("the reference deployment in " + directory + " has no MutatingWebhookConfiguration"));
   }
@@ -131,9 +132,21 @@ public final class ReferenceDeployment {
     return certificates;
   }
 
-  /** The scheduler pod's kube-scheduler container (its volume mounts place the files its configuration names). */
+  /**
+   * The scheduler pod's kube-scheduler container (its volume mounts place the files its configuration names).
+   *
+   * @throws UnavailableException when the deployment runs none (the render under KAI Scheduler)
+   */
   public Container kubeScheduler() {
+    if (kubeScheduler == null) {
+      throw new UnavailableException("the reference deployment in " + directory + " runs no kube-scheduler");
+    }
     return kubeScheduler;
+  }
+
+  /** Whether the scheduler pod runs kube-scheduler with vgpu's extender (not so under KAI Scheduler). */
+  public boolean hasKubeScheduler() {
+    return kubeScheduler != null;
   }
 
   /**
@@ -187,8 +200,15 @@ public final class ReferenceDeployment {
     return objects.stream().filter(o -> kind(o).equals("ValidatingAdmissionPolicy") || kind(o).equals("ValidatingAdmissionPolicyBinding")).toList();
   }
 
-  /** kube-scheduler's {@code KubeSchedulerConfiguration}. */
+  /**
+   * kube-scheduler's {@code KubeSchedulerConfiguration}.
+   *
+   * @throws UnavailableException when the deployment runs no kube-scheduler
+   */
   public JsonNode schedulerConfiguration() {
+    if (schedulerConfig == null) {
+      throw new UnavailableException("the reference deployment in " + directory + " runs no kube-scheduler");
+    }
     return schedulerConfig;
   }
 
@@ -313,6 +333,18 @@ public final class ReferenceDeployment {
       }
     }
     throw new UnavailableException("the reference deployment in " + directory + " has no ConfigMap holding a KubeSchedulerConfiguration");
+  }
+
+  private static boolean hasContainer(JsonNode workload, String name) {
+    JsonNode spec = workload.path("spec").path("template").path("spec");
+    for (String list : List.of("containers", "initContainers")) {
+      for (JsonNode c : spec.path(list)) {
+        if (c.path("name").asString("").equals(name)) {
+          return true;
+        }
+      }
+    }
+    return false;
   }
 
   private Container container(JsonNode workload, String name) {

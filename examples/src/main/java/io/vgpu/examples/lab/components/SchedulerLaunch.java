@@ -78,7 +78,10 @@ public final class SchedulerLaunch {
         labPorts.put(declared.get(), port);
       }
     }
-    places.put("--device-config-file", deviceConfigFile.toString());
+    // under KAI Scheduler the scheduler serves only the webhook and reads no device config (it refuses the flag)
+    if (deployment.hasKubeScheduler() || deployment.scheduler().args().stream().anyMatch(a -> a.equals("--device-config-file") || a.startsWith("--device-config-file="))) {
+      places.put("--device-config-file", deviceConfigFile.toString());
+    }
     places.put("--kubeconfig", kubeconfig.toString());
     Map<String, String> env = new LinkedHashMap<>(deployment.scheduler().env());
     deployment.scheduler().fieldEnv().forEach((k, field) -> env.put(k, field.equals("metadata.name") ? podName : ""));

@@ -266,6 +266,17 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
         client, BindingCycle.SERIAL, Set.of(DEFAULT_SCHEDULER), beside.managedResources, null, beside.nodeOrder, "default-scheduler", null, null, beside.placed);
   }
 
+  /**
+   * The cluster's own scheduler where vgpu runs no kube-scheduler (under KAI Scheduler): as {@link
+   * #defaultScheduler(KubernetesClient, KubeSchedulerStandIn)}, with no resource left to an extender and
+   * a placement list of its own.
+   *
+   * @param nodeOrder the nodes in the scenario's order
+   */
+  public static KubeSchedulerStandIn defaultScheduler(KubernetesClient client, Supplier<List<String>> nodeOrder) {
+    return new KubeSchedulerStandIn(client, BindingCycle.SERIAL, Set.of(DEFAULT_SCHEDULER), Set.of(), null, nodeOrder, "default-scheduler", null, null, new ArrayList<>());
+  }
+
   private static Thread daemon(Runnable r, String name) {
     Thread t = new Thread(r, name);
     t.setDaemon(true);
