@@ -204,6 +204,12 @@ public final class NodeAgent implements AutoCloseable {
     if (kai && !(contract instanceof NvidiaContainerContract)) {
       throw new IllegalStateException("--stack kai serves NVIDIA cards only, not vendor " + config.schema().vendor());
     }
+    if (kai) {
+      // vgpu's webhook mounts both as hostPath Directory volumes: a fraction pod waits (FailedMount)
+      // until they exist, so they exist before kubelet hears of this node's cards.
+      Files.createDirectories(Path.of(b.layout.kaiGrantsDirectory()));
+      Files.createDirectories(Path.of(b.layout.containersDirectory()));
+    }
     b.advertised = new AdvertisedDevices(config.enableNumaTopology(), kai);
     b.registrar = new NodeRegistrar(client, options.nodeName(), source, new DeviceRegistrar(config.schema().vendor()), config.sharing(), b.advertised);
     EventRecorder events = new EventRecorder(client, "vgpu-device-plugin", clock);

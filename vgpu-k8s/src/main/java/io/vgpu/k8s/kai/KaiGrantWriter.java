@@ -154,11 +154,11 @@ public final class KaiGrantWriter {
       if (uid == null || pod.getSpec() == null || !node.equals(pod.getSpec().getNodeName()) || !sharedByKai(pod)) {
         continue;
       }
-      live.add(uid);
       String phase = pod.getStatus() == null ? "" : Objects.requireNonNullElse(pod.getStatus().getPhase(), "");
       if (phase.equals("Succeeded") || phase.equals("Failed")) {
-        continue;
+        continue; // holds nothing any more: forgotten below, so no metric reports it
       }
+      live.add(uid);
       try {
         reconcile(pod, uid, pass);
       } catch (RuntimeException e) {

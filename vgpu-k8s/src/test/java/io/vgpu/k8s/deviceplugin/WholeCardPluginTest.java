@@ -122,11 +122,14 @@ class WholeCardPluginTest {
   void theAgentUnderKaiLabelsTheNodeBeforeKubeletHearsOfACard() throws Exception {
     client.nodes().resource(new NodeBuilder().withNewMetadata().withName("n1").endMetadata().build()).create();
     AtomicReference<Map<String, String>> labelsAtRegistration = new AtomicReference<>();
+    AtomicReference<Boolean> mountSourcesAtRegistration = new AtomicReference<>();
     kubelet = new FakeKubelet(kubeletDir) {
       @Override
       void onRegister() {
         Node node = client.nodes().withName("n1").get();
         labelsAtRegistration.set(node.getMetadata().getLabels());
+        // the webhook's hostPath Directory volumes: a fraction pod cannot mount them before they exist
+        mountSourcesAtRegistration.set(Files.isDirectory(hook.resolve("vgpu/kai")) && Files.isDirectory(hook.resolve("vgpu/containers")));
       }
     };
     MockDeviceSource gpus = new MockDeviceSource(GpuProfiles.get("A100-SXM4-40GB"), 2, MockDeviceSource.DEFAULT_UUID_PREFIX, 0);
@@ -138,6 +141,7 @@ class WholeCardPluginTest {
         .containsEntry(KaiKeys.NODE_GPU_PRODUCT_LABEL, "NVIDIA-A100-SXM4-40GB")
         .containsEntry(KaiKeys.NODE_GPU_MEMORY_LABEL, "40960")
         .containsEntry(KaiKeys.NODE_GPU_COUNT_LABEL, "2");
+    assertThat(mountSourcesAtRegistration.get()).isTrue();
     kubelet.watch();
     assertThat(kubelet.nextList(Duration.ofSeconds(10)).getDevicesList()).extracting(d -> d.getID()).containsExactly(GPU0, GPU1);
     assertThat(agent.kaiGrants()).isNotNull();

@@ -138,6 +138,20 @@ class KaiGrantWriterTest {
     assertThat(events(pod, 1)).as("a ConfigMap that agrees is no Event").hasSize(1);
   }
 
+  /** A fraction pod that ended holds nothing: the node monitor stops reporting it at the next pass. */
+  @Test
+  void aPodThatEndedIsNoLongerGranted() throws Exception {
+    Pod pod = create(KaiFixtures.sharedPod("shared", "uid-1"));
+    bindRequest(pod, "0.51", 1, List.of(G0));
+    client.pods().resource(KaiFixtures.reservationPod(G0, NODE, GPU1)).create();
+    KaiGrantWriter writer = writer();
+    writer.reconcile();
+    assertThat(writer.granted()).extracting(KaiGrantWriter.Granted::container).containsExactly("main");
+    client.pods().inNamespace("team").withName("shared").editStatus(p -> new PodBuilder(p).editStatus().withPhase("Failed").endStatus().build());
+    writer.reconcile();
+    assertThat(writer.granted()).isEmpty();
+  }
+
   @Test
   void aTwoCardFractionGetsBothCardsAndAConfigMapThatDisagreesIsReported() throws Exception {
     Pod pod = create(KaiFixtures.sharedPod("pair", "uid-2"));
