@@ -180,14 +180,12 @@ public final class SchedulerCommand implements Callable<Integer> {
             placeCpuOnlyPods,
             Optional.ofNullable(grantKeySecret));
     KubernetesClient client = ClusterConnection.connect(kubeconfig);
-    CountDownLatch stopped = new CountDownLatch(1);
     try {
       if (grantKeySecret != null) {
         GrantKeySecret.parse(client, "--grant-key-secret", grantKeySecret);
       }
       try (SchedulerServer server = SchedulerServer.start(options, config, client, Clock.systemUTC())) {
-        Runtime.getRuntime().addShutdownHook(new Thread(stopped::countDown, "vgpu-scheduler-shutdown"));
-        stopped.await();
+        awaitShutdown();
       }
     } catch (IllegalArgumentException e) {
       throw new InputException(e.getMessage());
@@ -230,10 +228,8 @@ public final class SchedulerCommand implements Callable<Integer> {
       throw new InputException(e.getMessage());
     }
     KubernetesClient client = ClusterConnection.connect(kubeconfig);
-    CountDownLatch stopped = new CountDownLatch(1);
     try (KaiWebhookServer server = KaiWebhookServer.start(options, layout, client, Clock.systemUTC())) {
-      Runtime.getRuntime().addShutdownHook(new Thread(stopped::countDown, "vgpu-scheduler-shutdown"));
-      stopped.await();
+      awaitShutdown();
     } catch (IllegalArgumentException e) {
       throw new InputException(e.getMessage());
     } catch (IOException e) {
@@ -242,6 +238,13 @@ public final class SchedulerCommand implements Callable<Integer> {
       client.close();
     }
     return 0;
+  }
+
+  /** Returns once the JVM is asked to stop (SIGTERM); the caller's server serves until then. */
+  private static void awaitShutdown() throws InterruptedException {
+    CountDownLatch stopped = new CountDownLatch(1);
+    Runtime.getRuntime().addShutdownHook(new Thread(stopped::countDown, "vgpu-scheduler-shutdown"));
+    stopped.await();
   }
 
   /** The pod's name (POD_NAME, as HAMi's chart sets it), else the host name. */
