@@ -154,7 +154,8 @@ class WholeCardPluginTest {
     String uid = client.pods().inNamespace("team").withName("shared").get().getMetadata().getUid();
     Path region = hook.resolve("vgpu/containers/" + uid + "_main");
     long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-    while (!Files.isDirectory(region) && System.nanoTime() < deadline) {
+    // created, then made sticky: wait for the second step, not only the first
+    while (!(Files.isDirectory(region) && ((Integer) Files.getAttribute(region, "unix:mode") & 07777) == 01777) && System.nanoTime() < deadline) {
       Thread.sleep(50);
     }
     assertThat((Integer) Files.getAttribute(region, "unix:mode") & 07777).isEqualTo(01777);
