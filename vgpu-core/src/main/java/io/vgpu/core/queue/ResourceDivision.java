@@ -1,14 +1,13 @@
 package io.vgpu.core.queue;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
-import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.TreeMap;
 
 /**
  * KAI Scheduler v0.17's division of GPU, CPU and memory among queues (its proportion plugin), as a pure
@@ -29,10 +28,27 @@ import java.util.TreeMap;
  * A queue is satisfied once its share covers its request or reaches its limit. Historical usage (KAI's
  * time-based fair share) is not modelled: usage counts as 0, so the weights are the over-quota weights.
  * Queues are taken in creation order, which is KAI's tie-break.
+ *
+ * <p>KAI recomputes the division in every scheduling session, so it is kept cheap: a queue's terms,
+ * demand and shares live in primitive arrays for the duration of one call, and nothing is boxed or
+ * looked up by key inside the rounds (1,000 queues and three resources in well under a millisecond;
+ * see vgpu-bench's {@code QueueDivisionBenchmark}).
  */
 public final class ResourceDivision {
   /** KAI's default {@code kValue}: how strongly past usage bends the weights (no effect while usage is 0). */
   public static final double DEFAULT_K_VALUE = 1.0;
+
+  private static final QueueResource[] RESOURCES = QueueResource.values();
+
+  /** Highest priority first; the sort is stable, so each priority level keeps creation order. */
+  private static final Comparator<Node> BY_PRIORITY = (a, b) -> Integer.compare(b.priority, a.priority);
+
+  /** Largest unrounded remainder first, then the earliest created. */
+  private static final Comparator<Node> BY_REMAINDER =
+      (a, b) -> {
+        int byRemainder = Double.compare(b.remainder, a.remainder);
+        return byRemainder != 0 ? byRemainder : Integer.compare(a.created, b.created);
+      };
 
   private ResourceDivision() {}
 
@@ -47,46 +63,61 @@ public final class ResourceDivision {
    *     the parents form a cycle
    */
   public static Map<String, Map<QueueResource, QueueShare>> divide(List<QueueSpec> queues, Map<String, QueueDemand> demands, Map<QueueResource, Double> total) {
-    Map<String, Node> nodes = tree(queues);
+    Map<String, Node> byName = new HashMap<>(capacity(queues.size()));
+    Node[] nodes = tree(queues, byName);
+    double[] requested = new double[RESOURCES.length];
+    double[] allocated = new double[RESOURCES.length];
     for (Map.Entry<String, QueueDemand> d : demands.entrySet()) {
-      Node node = nodes.get(d.getKey());
+      Node node = byName.get(d.getKey());
       if (node == null) {
         throw new IllegalArgumentException("a demand names queue " + d.getKey() + ", which is not given");
       }
+      for (int r = 0; r < RESOURCES.length; r++) {
+        requested[r] = d.getValue().requested(RESOURCES[r]);
+        allocated[r] = d.getValue().allocated(RESOURCES[r]);
+      }
+      // A parent's demand is the sum of its children's, added in the order the demands come.
       for (Node n = node; n != null; n = n.parent) {
-        for (QueueResource r : QueueResource.values()) {
-          n.requested.merge(r, d.getValue().requested(r), Double::sum);
-          n.allocated.merge(r, d.getValue().allocated(r), Double::sum);
+        for (int r = 0; r < RESOURCES.length; r++) {
+          n.requested[r] += requested[r];
+          n.allocated[r] += allocated[r];
         }
       }
     }
-    List<Node> top = nodes.values().stream().filter(n -> n.parent == null).toList();
-    Map<String, Map<QueueResource, QueueShare>> out = new LinkedHashMap<>();
-    for (QueueResource r : QueueResource.values()) {
-      divideLevel(total.getOrDefault(r, 0.0), top, r);
-    }
-    for (Node n : nodes.values()) {
-      EnumMap<QueueResource, QueueShare> shares = new EnumMap<>(QueueResource.class);
-      for (QueueResource r : QueueResource.values()) {
-        ResourceTerms terms = n.spec.terms(r);
-        shares.put(r, new QueueShare(n.deserved.get(r), n.requestable(r), n.allocated.get(r), n.fairShare.get(r), terms.limit()));
+    List<Node> top = new ArrayList<>();
+    for (Node n : nodes) {
+      if (n.parent == null) {
+        top.add(n);
       }
-      out.put(n.spec.name(), Map.copyOf(shares));
+    }
+    for (int r = 0; r < RESOURCES.length; r++) {
+      divideLevel(total.getOrDefault(RESOURCES[r], 0.0), top, r);
+    }
+    Map<String, Map<QueueResource, QueueShare>> out = new LinkedHashMap<>(capacity(nodes.length));
+    @SuppressWarnings("unchecked")
+    Map.Entry<QueueResource, QueueShare>[] shares = new Map.Entry[RESOURCES.length];
+    for (Node n : nodes) {
+      for (int r = 0; r < RESOURCES.length; r++) {
+        shares[r] = Map.entry(RESOURCES[r], new QueueShare(n.deserved[r], n.requestable(r), n.allocated[r], n.fairShare[r], n.limit[r]));
+      }
+      out.put(n.spec.name(), Map.ofEntries(shares));
     }
     return out;
   }
 
-  private static Map<String, Node> tree(List<QueueSpec> queues) {
-    Map<String, Node> nodes = new LinkedHashMap<>();
-    for (int i = 0; i < queues.size(); i++) {
+  /** Builds the tree in creation order, indexing it by name into {@code byName}. */
+  private static Node[] tree(List<QueueSpec> queues, Map<String, Node> byName) {
+    Node[] nodes = new Node[queues.size()];
+    for (int i = 0; i < nodes.length; i++) {
       QueueSpec q = Objects.requireNonNull(queues.get(i), "queue");
-      if (nodes.putIfAbsent(q.name(), new Node(q, i)) != null) {
+      nodes[i] = new Node(q, i);
+      if (byName.putIfAbsent(q.name(), nodes[i]) != null) {
         throw new IllegalArgumentException("queue " + q.name() + " is given twice");
       }
     }
-    for (Node n : nodes.values()) {
+    for (Node n : nodes) {
       if (n.spec.parent().isPresent()) {
-        Node parent = nodes.get(n.spec.parent().get());
+        Node parent = byName.get(n.spec.parent().get());
         if (parent == null) {
           throw new IllegalArgumentException("queue " + n.spec.name() + " names parent " + n.spec.parent().get() + ", which is not given");
         }
@@ -94,10 +125,10 @@ public final class ResourceDivision {
         parent.children.add(n);
       }
     }
-    for (Node n : nodes.values()) {
+    for (Node n : nodes) {
       int depth = 0;
       for (Node p = n.parent; p != null; p = p.parent) {
-        if (++depth > nodes.size()) {
+        if (++depth > nodes.length) {
           throw new IllegalArgumentException("the parents of queue " + n.spec.name() + " form a cycle");
         }
       }
@@ -105,14 +136,13 @@ public final class ResourceDivision {
     return nodes;
   }
 
-  private static void divideLevel(double total, List<Node> level, QueueResource r) {
+  private static void divideLevel(double total, List<Node> level, int r) {
     double left = total;
     for (Node q : level) {
-      ResourceTerms terms = q.spec.terms(r);
-      double deserved = terms.quotaIsAll() ? total : terms.quota();
-      q.deserved.put(r, deserved);
+      double deserved = q.quota[r] == ResourceTerms.ALL ? total : q.quota[r];
+      q.deserved[r] = deserved;
       double amount = Math.min(deserved, q.requestable(r));
-      q.fairShare.put(r, amount);
+      q.fairShare[r] = amount;
       left -= amount;
     }
     if (left > 0) {
@@ -120,65 +150,74 @@ public final class ResourceDivision {
     }
     for (Node q : level) {
       if (!q.children.isEmpty()) {
-        divideLevel(q.fairShare.get(r), q.children, r);
+        divideLevel(q.fairShare[r], q.children, r);
       }
     }
   }
 
-  private static double divideOverQuota(double amount, List<Node> level, QueueResource r) {
-    TreeMap<Integer, List<Node>> byPriority = new TreeMap<>(Comparator.reverseOrder());
-    for (Node q : level) {
-      byPriority.computeIfAbsent(q.spec.priority(), p -> new ArrayList<>()).add(q);
-    }
+  private static double divideOverQuota(double amount, List<Node> level, int r) {
+    Node[] ordered = level.toArray(new Node[0]);
+    Arrays.sort(ordered, BY_PRIORITY);
     double left = amount;
-    for (List<Node> queues : byPriority.values()) {
+    for (int from = 0; from < ordered.length; ) {
+      int to = from + 1;
+      while (to < ordered.length && ordered[to].priority == ordered[from].priority) {
+        to++;
+      }
       if (left <= 0) {
         break;
       }
-      Map<Node, Double> remainders = new LinkedHashMap<>();
-      left = divideInRounds(left, queues, r, remainders);
-      if (left > 0 && !remainders.isEmpty()) {
-        left = divideLeftovers(left, remainders, r);
+      for (int i = from; i < to; i++) {
+        ordered[i].hasRemainder = false;
       }
+      left = divideInRounds(left, ordered, from, to, r);
+      if (left > 0) {
+        left = divideLeftovers(left, ordered, from, to, r);
+      }
+      from = to;
     }
     return left;
   }
 
-  /** The rounds of one priority level; records the unrounded remainder of each queue cut to whole units. */
-  private static double divideInRounds(double amount, List<Node> queues, QueueResource r, Map<Node, Double> remainders) {
+  /**
+   * The rounds of one priority level, {@code queues[from..to)}; records on each queue cut to whole units
+   * its unrounded remainder.
+   */
+  private static double divideInRounds(double amount, Node[] queues, int from, int to, int r) {
     double left = amount;
     // Each round that runs again has satisfied at least one queue, so there are at most |queues| + 1.
-    for (int round = 0; round <= queues.size(); round++) {
+    for (int round = 0; round <= to - from; round++) {
       double offered = left;
-      Map<Node, Double> weights = new HashMap<>();
-      double weightSum = shareWeights(queues, r, weights);
+      double weightSum = shareWeights(queues, from, to, r);
       if (weightSum == 0) {
         break;
       }
       boolean again = false;
-      for (Node q : queues) {
+      for (int i = from; i < to; i++) {
+        Node q = queues[i];
         if (left == 0) {
           break;
         }
-        if (q.satisfied(r) || q.spec.terms(r).overQuotaWeight() == 0) {
+        if (q.satisfied(r) || q.weight[r] == 0) {
           continue;
         }
         double wants = q.stillWants(r);
-        double offer = offered * weights.get(q) / weightSum;
+        double offer = offered * q.roundWeight / weightSum;
         double give;
         if (wants <= offer) {
           give = wants;
-          remainders.remove(q);
+          q.hasRemainder = false;
         } else {
           give = Math.floor(offer);
           if (offer - give > 0) {
-            remainders.put(q, offer - give);
+            q.remainder = offer - give;
+            q.hasRemainder = true;
           }
         }
         if (give == 0) {
           continue;
         }
-        q.fairShare.merge(r, give, Double::sum);
+        q.fairShare[r] += give;
         left -= give;
         again = again || wants < offer;
       }
@@ -189,81 +228,101 @@ public final class ResourceDivision {
     return left;
   }
 
-  /** Each unsatisfied queue's weight (its over-quota weight, normalised; usage 0); returns their sum. */
-  private static double shareWeights(List<Node> queues, QueueResource r, Map<Node, Double> weights) {
+  /**
+   * Sets each unsatisfied queue's weight for this round (its over-quota weight, normalised; usage 0);
+   * returns their sum.
+   */
+  private static double shareWeights(Node[] queues, int from, int to, int r) {
     double total = 0;
-    for (Node q : queues) {
-      if (q.stillWants(r) > 0) {
-        total += q.spec.terms(r).overQuotaWeight();
+    for (int i = from; i < to; i++) {
+      if (queues[i].stillWants(r) > 0) {
+        total += queues[i].weight[r];
       }
     }
     if (total == 0) {
       return 0;
     }
     double sum = 0;
-    for (Node q : queues) {
+    for (int i = from; i < to; i++) {
+      Node q = queues[i];
       if (q.satisfied(r)) {
         continue;
       }
-      double normalised = q.spec.terms(r).overQuotaWeight() / total;
+      double normalised = q.weight[r] / total;
       double weight = Math.max(0, normalised + DEFAULT_K_VALUE * normalised);
-      weights.put(q, weight);
+      q.roundWeight = weight;
       sum += weight;
     }
     return sum;
   }
 
-  private static double divideLeftovers(double amount, Map<Node, Double> remainders, QueueResource r) {
-    List<Map.Entry<Node, Double>> order = new ArrayList<>(remainders.entrySet());
-    order.sort(Comparator.<Map.Entry<Node, Double>>comparingDouble(Map.Entry::getValue).reversed().thenComparingInt(e -> e.getKey().created));
+  private static double divideLeftovers(double amount, Node[] queues, int from, int to, int r) {
+    List<Node> order = new ArrayList<>();
+    for (int i = from; i < to; i++) {
+      if (queues[i].hasRemainder) {
+        order.add(queues[i]);
+      }
+    }
+    order.sort(BY_REMAINDER);
     double left = amount;
-    for (Map.Entry<Node, Double> e : order) {
+    for (Node q : order) {
       if (left == 0) {
         break;
       }
       double give = Math.min(1, left);
-      e.getKey().fairShare.merge(r, give, Double::sum);
+      q.fairShare[r] += give;
       left -= give;
     }
     return left;
   }
 
-  /** A queue during one division. */
+  /** A {@link HashMap}'s initial capacity for {@code size} entries without a resize. */
+  private static int capacity(int size) {
+    return (int) (size / 0.75f) + 1;
+  }
+
+  /** A queue during one division; every array is indexed by {@link QueueResource#ordinal()}. */
   private static final class Node {
     final QueueSpec spec;
     final int created;
+    final int priority;
     Node parent;
     final List<Node> children = new ArrayList<>();
-    final EnumMap<QueueResource, Double> requested = zeros();
-    final EnumMap<QueueResource, Double> allocated = zeros();
-    final EnumMap<QueueResource, Double> deserved = zeros();
-    final EnumMap<QueueResource, Double> fairShare = zeros();
+    final double[] quota = new double[RESOURCES.length];
+    final double[] limit = new double[RESOURCES.length];
+    final double[] weight = new double[RESOURCES.length];
+    final double[] requested = new double[RESOURCES.length];
+    final double[] allocated = new double[RESOURCES.length];
+    final double[] deserved = new double[RESOURCES.length];
+    final double[] fairShare = new double[RESOURCES.length];
+    /** This round's normalised weight, set by {@code shareWeights} for an unsatisfied queue. */
+    double roundWeight;
+    /** The unrounded remainder of the last offer cut to whole units in this priority level, if any. */
+    double remainder;
+    boolean hasRemainder;
 
     Node(QueueSpec spec, int created) {
       this.spec = spec;
       this.created = created;
-    }
-
-    double requestable(QueueResource r) {
-      ResourceTerms terms = spec.terms(r);
-      return terms.unlimited() ? requested.get(r) : Math.min(terms.limit(), requested.get(r));
-    }
-
-    double stillWants(QueueResource r) {
-      return Math.max(0, requestable(r) - fairShare.get(r));
-    }
-
-    boolean satisfied(QueueResource r) {
-      ResourceTerms terms = spec.terms(r);
-      return requested.get(r) <= fairShare.get(r) || (!terms.unlimited() && terms.limit() <= fairShare.get(r));
-    }
-
-    private static EnumMap<QueueResource, Double> zeros() {
-      EnumMap<QueueResource, Double> m = new EnumMap<>(QueueResource.class);
-      for (QueueResource r : QueueResource.values()) {
-        m.put(r, 0.0);
+      this.priority = spec.priority();
+      for (int r = 0; r < RESOURCES.length; r++) {
+        ResourceTerms terms = spec.terms(RESOURCES[r]);
+        quota[r] = terms.quota();
+        limit[r] = terms.limit();
+        weight[r] = terms.overQuotaWeight();
       }
-      return m;
+    }
+
+    double requestable(int r) {
+      return limit[r] == ResourceTerms.UNLIMITED ? requested[r] : Math.min(limit[r], requested[r]);
+    }
+
+    double stillWants(int r) {
+      return Math.max(0, requestable(r) - fairShare[r]);
+    }
+
+    boolean satisfied(int r) {
+      return requested[r] <= fairShare[r] || (limit[r] != ResourceTerms.UNLIMITED && limit[r] <= fairShare[r]);
     }
   }
 }
