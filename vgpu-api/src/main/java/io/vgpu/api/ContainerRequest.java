@@ -1,6 +1,7 @@
 package io.vgpu.api;
 
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What one container asks for, exactly as its manifest says it, before defaults are applied. Amounts a
@@ -14,9 +15,11 @@ import java.util.Objects;
  * @param memoryPercent device memory as a percentage of each device ({@code
  *     nvidia.com/gpumem-percentage}), or {@link #UNSET}
  * @param cores compute share per device in percent ({@code nvidia.com/gpucores}), or {@link #UNSET}
+ * @param portion a portion of each device in KAI Scheduler's terms ({@code gpu-fraction} or {@code
+ *     gpu-memory}) instead of {@code memoryMiB} and {@code memoryPercent}, or {@code null}
  */
 public record ContainerRequest(
-    String name, long count, long memoryMiB, long memoryPercent, long cores) {
+    String name, long count, long memoryMiB, long memoryPercent, long cores, @Nullable CardPortion portion) {
 
   /** Marks an amount the container does not mention. */
   public static final long UNSET = -1;
@@ -28,6 +31,14 @@ public record ContainerRequest(
     requireAmount(name, "memoryMiB", memoryMiB);
     requireAmount(name, "memoryPercent", memoryPercent);
     requireAmount(name, "cores", cores);
+    if (portion != null && (memoryMiB != UNSET || memoryPercent != UNSET)) {
+      throw new IllegalArgumentException("container " + name + ": a card portion cannot be combined with memoryMiB or memoryPercent");
+    }
+  }
+
+  /** A request without a card portion. */
+  public ContainerRequest(String name, long count, long memoryMiB, long memoryPercent, long cores) {
+    this(name, count, memoryMiB, memoryPercent, cores, null);
   }
 
   /** A container that asks for no device. */
@@ -42,17 +53,22 @@ public record ContainerRequest(
 
   /** Returns a copy asking for {@code value} MiB per device. */
   public ContainerRequest withMemoryMiB(long value) {
-    return new ContainerRequest(name, count, value, memoryPercent, cores);
+    return new ContainerRequest(name, count, value, memoryPercent, cores, portion);
   }
 
   /** Returns a copy asking for {@code value} percent of each device's memory. */
   public ContainerRequest withMemoryPercent(long value) {
-    return new ContainerRequest(name, count, memoryMiB, value, cores);
+    return new ContainerRequest(name, count, memoryMiB, value, cores, portion);
   }
 
   /** Returns a copy asking for {@code value} percent of each device's compute. */
   public ContainerRequest withCores(long value) {
-    return new ContainerRequest(name, count, memoryMiB, memoryPercent, value);
+    return new ContainerRequest(name, count, memoryMiB, memoryPercent, value, portion);
+  }
+
+  /** Returns a copy asking for a portion of each device ({@code null}: none). */
+  public ContainerRequest withPortion(@Nullable CardPortion value) {
+    return new ContainerRequest(name, count, memoryMiB, memoryPercent, cores, value);
   }
 
   /** Whether the container asks for at least one device. */

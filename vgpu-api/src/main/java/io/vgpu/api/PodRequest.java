@@ -2,6 +2,7 @@ package io.vgpu.api;
 
 import java.util.List;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Everything the scheduler needs to know about a pod to place it: its containers' requests (init
@@ -15,6 +16,8 @@ import java.util.Objects;
  * @param cpuMilli the CPU the pod requests in millicores, as Kubernetes counts it when it places the
  *     pod (the app containers' sum or the largest init container, whichever is more, plus overhead),
  *     or {@link #CPU_UNKNOWN}; policies that model CPU read it, the fit rules do not
+ * @param queue the leaf queue the pod is charged to (KAI Scheduler's {@code kai.scheduler/queue}), or
+ *     {@code null} when it belongs to none; a queue's limit is checked when the pod is reserved
  */
 public record PodRequest(
     PodRef pod,
@@ -22,7 +25,8 @@ public record PodRequest(
     List<ContainerRequest> containers,
     DeviceConstraints constraints,
     PolicyOverrides overrides,
-    long cpuMilli) {
+    long cpuMilli,
+    @Nullable String queue) {
 
   /** Marks a request whose CPU is not known. */
   public static final long CPU_UNKNOWN = -1;
@@ -37,6 +41,15 @@ public record PodRequest(
     if (cpuMilli < CPU_UNKNOWN) {
       throw new IllegalArgumentException("pod " + pod + ": cpu " + cpuMilli + " millicores is negative");
     }
+    if (queue != null && queue.isEmpty()) {
+      throw new IllegalArgumentException("pod " + pod + ": an empty queue name; use null for none");
+    }
+  }
+
+  /** A request in no queue. */
+  public PodRequest(
+      PodRef pod, List<ContainerRequest> initContainers, List<ContainerRequest> containers, DeviceConstraints constraints, PolicyOverrides overrides, long cpuMilli) {
+    this(pod, initContainers, containers, constraints, overrides, cpuMilli, null);
   }
 
   /** A request whose CPU is not known. */
@@ -67,21 +80,26 @@ public record PodRequest(
 
   /** Returns a copy with other constraints. */
   public PodRequest withConstraints(DeviceConstraints value) {
-    return new PodRequest(pod, initContainers, containers, value, overrides, cpuMilli);
+    return new PodRequest(pod, initContainers, containers, value, overrides, cpuMilli, queue);
   }
 
   /** Returns a copy with other overrides. */
   public PodRequest withOverrides(PolicyOverrides value) {
-    return new PodRequest(pod, initContainers, containers, constraints, value, cpuMilli);
+    return new PodRequest(pod, initContainers, containers, constraints, value, cpuMilli, queue);
   }
 
   /** Returns a copy with init containers. */
   public PodRequest withInitContainers(List<ContainerRequest> value) {
-    return new PodRequest(pod, value, containers, constraints, overrides, cpuMilli);
+    return new PodRequest(pod, value, containers, constraints, overrides, cpuMilli, queue);
   }
 
   /** Returns a copy requesting {@code value} millicores of CPU ({@link #CPU_UNKNOWN} when not known). */
   public PodRequest withCpuMilli(long value) {
-    return new PodRequest(pod, initContainers, containers, constraints, overrides, value);
+    return new PodRequest(pod, initContainers, containers, constraints, overrides, value, queue);
+  }
+
+  /** Returns a copy charged to {@code value}, a leaf queue ({@code null}: none). */
+  public PodRequest withQueue(@Nullable String value) {
+    return new PodRequest(pod, initContainers, containers, constraints, overrides, cpuMilli, value);
   }
 }
