@@ -97,6 +97,9 @@ public final class Engine {
   /** The grant each pod holds; the count itself lives in its node's snapshot. */
   private final Map<PodRef, PodUsage> pods = new ConcurrentHashMap<>();
   private final QuotaLedger quotas;
+  private final QueueLedger queues = new QueueLedger();
+  /** Gangs are placed one at a time, so two gangs never each hold part of what both need. */
+  private final Object gangLock = new Object();
   private final CpuLedger cpu = new CpuLedger();
   /** Registered cards by type, kept under {@link #registrationLock}; {@link #registeredCards} is its published copy. */
   private final Map<String, Long> cardsByType = new HashMap<>();
@@ -389,6 +392,40 @@ public final class Engine {
     quotas.setLimits(namespace, limits);
   }
 
+  // ---------------------------------------------------------------------------------------------
+  // Queues
+
+  /**
+   * Adds a queue or replaces it (KAI Scheduler's {@code scheduling.run.ai/v2} Queue). Pods are charged to
+   * leaf queues ({@link PodRequest#queue()}); a reservation is refused when it would take the pod's queue,
+   * or any queue above it, past its GPU or CPU limit. Grants already counted stay counted whatever the
+   * tree becomes.
+   */
+  public void upsertQueue(io.vgpu.core.queue.QueueSpec queue) {
+    queues.upsert(queue);
+  }
+
+  /**
+   * Removes a queue. Pods still holding grants in it keep them counted until they are released; new pods
+   * naming it wait ({@link Waiting.Reason#QUEUE_MISSING}). Returns whether the queue existed.
+   */
+  public boolean removeQueue(String name) {
+    return queues.remove(name);
+  }
+
+  /** The queues as last set, in creation order. */
+  public List<io.vgpu.core.queue.QueueSpec> queues() {
+    return queues.specs();
+  }
+
+  /**
+   * What each queue's pods hold, in creation order, including a removed queue whose pods still hold
+   * grants.
+   */
+  public List<io.vgpu.core.queue.QueueAllocation> queueAllocations() {
+    return queues.allocations();
+  }
+
   /** A namespace's quota and usage. */
   public QuotaUsage quota(String namespace) {
     return quotas.usage(namespace);
@@ -498,6 +535,13 @@ public final class Engine {
 
   /** The filter's scan over the candidates, or over every registered node when they are {@code null}. */
   private FilterResult scan(CompiledRequest request, @Nullable CandidateNodes candidates, boolean detailed) {
+    String queue = request.request.queue();
+    if (queue != null) {
+      Waiting missing = queues.admissible(queue);
+      if (missing != null) {
+        return FilterResult.waiting(missing);
+      }
+    }
     PodFitter fitter = fitters.get();
     QuotaLedger.QuotaCheck quota = quotas.check(request.request.pod().namespace());
     // An order-independent request is screened by the fast path: a node where no card order could fit
@@ -547,6 +591,13 @@ public final class Engine {
       throw new IllegalStateException("node " + best.name + " fitted during the scan but not on re-check");
     }
     Placement placement = new Placement(best.name, bestScore, fitter.grant(request, config.schema().vendor()), request);
+    if (queue != null) {
+      PodUsage usage = PodUsage.of(placement.grant());
+      Waiting over = queues.wouldExceed(queue, usage.gpuHundredths(best), queueCpu(request));
+      if (over != null) {
+        return FilterResult.waiting(over);
+      }
+    }
     return new FilterResult(Optional.of(placement), fitting, rejections);
   }
 
@@ -617,10 +668,29 @@ public final class Engine {
    * A grant on a node the engine does not know yet is held and counted once the node registers.
    */
   public ReserveResult restore(PodGrant grant) {
-    return apply(grant, false, null);
+    return apply(grant, false, null, null);
+  }
+
+  /**
+   * As {@link #restore(PodGrant)}, charging the grant to a queue whatever its limit says (the pod runs
+   * already). Its GPU charge is taken from the cards' memory; a card the engine does not know yet counts
+   * whole.
+   *
+   * @param queue the pod's leaf queue, or {@code null} for none
+   */
+  public ReserveResult restore(PodGrant grant, @Nullable String queue) {
+    return apply(grant, false, null, queue);
+  }
+
+  private static long queueCpu(CompiledRequest request) {
+    return Math.max(0, request.request.cpuMilli());
   }
 
   private ReserveResult apply(PodGrant grant, boolean enforce, @Nullable CompiledRequest request) {
+    return apply(grant, enforce, request, request == null ? null : request.request.queue());
+  }
+
+  private ReserveResult apply(PodGrant grant, boolean enforce, @Nullable CompiledRequest request, @Nullable String queue) {
     ReserveResult[] result = new ReserveResult[1];
     pods.compute(
         grant.pod(),
@@ -630,6 +700,10 @@ public final class Engine {
             return held;
           }
           PodUsage usage = PodUsage.of(grant);
+          if (queue != null) {
+            AtomicReference<NodeState> node = nodes.get(grant.node());
+            usage = usage.chargedTo(queue, usage.gpuHundredths(node == null ? null : node.get()), request == null ? 0 : queueCpu(request));
+          }
           result[0] = charge(usage, enforce, request == null ? CardConstraints.NONE : request.constraints);
           if (!result[0].reserved()) {
             return null;
@@ -656,9 +730,19 @@ public final class Engine {
           ReserveResult.Status.CONFLICT,
           "namespace " + namespace + " quota exceeded by " + usage.totalMemory + " MiB / " + usage.totalCores + " cores of " + usage.grant.pod());
     }
+    if (usage.queue != null) {
+      Waiting refused = queues.tryCharge(usage.queue, usage.queueGpu, usage.queueCpu, enforce);
+      if (refused != null) {
+        quotas.subtract(namespace, usage.totalMemory, usage.totalCores);
+        return new ReserveResult(ReserveResult.Status.CONFLICT, refused.message());
+      }
+    }
     ReserveResult result = enforce ? chargeIfFits(usage, constraints) : chargeAnyway(usage);
     if (!result.reserved()) {
       quotas.subtract(namespace, usage.totalMemory, usage.totalCores);
+      if (usage.queue != null) {
+        queues.uncharge(usage.queue, usage.queueGpu, usage.queueCpu);
+      }
     }
     return result;
   }
@@ -726,6 +810,9 @@ public final class Engine {
 
   private void uncharge(PodUsage usage) {
     quotas.subtract(usage.grant.pod().namespace(), usage.totalMemory, usage.totalCores);
+    if (usage.queue != null) {
+      queues.uncharge(usage.queue, usage.queueGpu, usage.queueCpu);
+    }
     String node = usage.grant.node();
     // A node that holds a grant is never retired, so the grant's entry is still in the map.
     AtomicReference<NodeState> ref = nodes.get(node);
@@ -739,6 +826,69 @@ public final class Engine {
         retireIfIdle(node, ref, next);
         return;
       }
+    }
+  }
+
+  /** The queue a pod's grant is charged to, if it holds one charged to a queue. */
+  public Optional<String> chargedQueue(PodRef pod) {
+    PodUsage held = pods.get(pod);
+    return held == null ? Optional.empty() : Optional.ofNullable(held.queue);
+  }
+
+  /** The GPU a pod's grant is charged to its queue, in hundredths of a card (0 when it holds none). */
+  public long chargedGpuHundredths(PodRef pod) {
+    PodUsage held = pods.get(pod);
+    return held == null ? 0 : held.queueGpu;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Gangs
+
+  /**
+   * Places a gang all or nothing: each member is filtered and reserved in turn (so later members see the
+   * cards earlier ones took, and every queue limit is checked as for one pod), and unless at least {@code
+   * needed} of them got cards, every grant made here is released again before this returns. Members that
+   * fit nowhere are skipped, as KAI Scheduler skips tasks of a job that still reaches its minimum. Gangs
+   * are placed one at a time; a single pod reserved concurrently may be refused while a gang that then
+   * fails briefly holds cards, never the reverse, and no card is ever over-committed.
+   *
+   * @param members the members to place, in the order to try them; none may hold a grant yet
+   * @param needed how many of them must be placed: the gang's minimum less the members already holding
+   *     grants (0 places what fits)
+   * @param candidates node names, or {@code null} for every registered node
+   */
+  public GangResult reserveGang(List<CompiledRequest> members, int needed, @Nullable List<String> candidates) {
+    if (needed < 0) {
+      throw new IllegalArgumentException("needed " + needed + " is negative");
+    }
+    synchronized (gangLock) {
+      List<Placement> placed = new ArrayList<>();
+      Map<PodRef, String> refused = new LinkedHashMap<>();
+      for (CompiledRequest member : members) {
+        FilterResult result = filter(member, candidates, false);
+        if (result.placement().isEmpty()) {
+          refused.put(member.request.pod(), result.waiting().map(Waiting::message).orElse("fits on no node"));
+          continue;
+        }
+        ReserveResult reserved = reserve(result.placement().get());
+        if (reserved.reserved()) {
+          placed.add(result.placement().get());
+        } else {
+          refused.put(member.request.pod(), reserved.message());
+        }
+      }
+      if (placed.size() >= needed) {
+        return new GangResult(placed, refused, null);
+      }
+      for (Placement p : placed) {
+        release(p.grant().pod());
+      }
+      String message = placed.size() + " of " + members.size() + " members fit, " + needed + " needed";
+      if (!refused.isEmpty()) {
+        Map.Entry<PodRef, String> first = refused.entrySet().iterator().next();
+        message += "; " + first.getKey() + ": " + first.getValue();
+      }
+      return new GangResult(List.of(), refused, new Waiting(Waiting.Reason.GANG_INCOMPLETE, message));
     }
   }
 

@@ -11,14 +11,29 @@ import java.util.Optional;
  * @param fitting nodes the pod fits on with their scores, in candidate order
  * @param rejections the nodes the pod does not fit on, in candidate order (empty unless reasons were
  *     asked for)
+ * @param waiting why the pod waits whatever the cards (its queue is missing or at its limit), in which
+ *     case there is no placement and no node is listed
  */
 public record FilterResult(
-    Optional<Placement> placement, List<NodeScore> fitting, List<NodeRejection> rejections) {
+    Optional<Placement> placement, List<NodeScore> fitting, List<NodeRejection> rejections, Optional<Waiting> waiting) {
 
   /** Copies the lists. */
   public FilterResult {
     fitting = List.copyOf(fitting);
     rejections = List.copyOf(rejections);
+    if (waiting.isPresent() && placement.isPresent()) {
+      throw new IllegalArgumentException("a pod that waits has no placement");
+    }
+  }
+
+  /** A result without a pod-level wait. */
+  public FilterResult(Optional<Placement> placement, List<NodeScore> fitting, List<NodeRejection> rejections) {
+    this(placement, fitting, rejections, Optional.empty());
+  }
+
+  /** The result for a pod that waits whatever the cards. */
+  public static FilterResult waiting(Waiting why) {
+    return new FilterResult(Optional.empty(), List.of(), List.of(), Optional.of(why));
   }
 
   /**

@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What a pod's grant costs each card once its containers' usage is collapsed the way HAMi collapses it:
@@ -23,8 +24,21 @@ final class PodUsage {
   final int[] slots;
   final long totalMemory;
   final long totalCores;
+  /** The queue the pod is charged to, or {@code null}; the charge is kept so a release returns exactly it. */
+  final @Nullable String queue;
+  /** GPU charged to {@link #queue}, in hundredths of a card. */
+  final long queueGpu;
+  /** CPU charged to {@link #queue}, in millicores. */
+  final long queueCpu;
 
   private PodUsage(PodGrant grant, String[] uuids, int[] memory, int[] cores, int[] slots) {
+    this(grant, uuids, memory, cores, slots, null, 0, 0);
+  }
+
+  private PodUsage(PodGrant grant, String[] uuids, int[] memory, int[] cores, int[] slots, @Nullable String queue, long queueGpu, long queueCpu) {
+    this.queue = queue;
+    this.queueGpu = queueGpu;
+    this.queueCpu = queueCpu;
     this.grant = grant;
     this.uuids = uuids;
     this.memory = memory;
@@ -77,6 +91,26 @@ final class PodUsage {
       slots[i] = Math.max(Math.max(a[2], b[2]), 1);
     }
     return new PodUsage(grant, uuids.toArray(new String[0]), memory, cores, slots);
+  }
+
+  /** The same usage, charged to a queue. */
+  PodUsage chargedTo(String queueName, long gpu, long cpu) {
+    return new PodUsage(grant, uuids, memory, cores, slots, queueName, gpu, cpu);
+  }
+
+  /**
+   * What the grant takes of cards, in hundredths of a card: per card the share of its memory, rounded
+   * up and at most a whole card, which is a card portion's own hundredths for a KAI-style portion and 100
+   * for a whole card. A card the snapshot does not know counts whole, so a charge never falls short.
+   */
+  long gpuHundredths(@Nullable NodeState node) {
+    long sum = 0;
+    for (int i = 0; i < uuids.length; i++) {
+      int pos = node == null || !node.registered ? -1 : node.positionOf(uuids[i]);
+      long total = pos < 0 ? 0 : node.totalMemoryMiB(pos);
+      sum += total <= 0 ? 100 : Math.min(100, (memory[i] * 100L + total - 1) / total);
+    }
+    return sum;
   }
 
   /** The usage of one card, or {@code null} when the pod does not use it. */

@@ -10,7 +10,8 @@ import org.jspecify.annotations.Nullable;
  * and defaults exactly as HAMi does: {@code gpumem} times the memory factor; a percentage above 100
  * clamped to 100 and one of 0 or less ignored; with neither memory nor percentage, the default memory,
  * or else the whole card; the default compute share when none is asked; a compute share above 100
- * clamped to 100.
+ * clamped to 100. A card portion (KAI Scheduler's {@code gpu-fraction} or {@code gpu-memory}) is kept as
+ * it is: its memory is a function of each card, resolved when a card is tried.
  */
 public final class RequestResolver {
   private final ResourceSchema schema;
@@ -33,6 +34,11 @@ public final class RequestResolver {
     if (request.count() > Integer.MAX_VALUE) {
       throw new IllegalArgumentException(
           "container " + request.name() + ": " + schema.countResource() + " " + request.count() + " is too large");
+    }
+    if (request.portion() != null) {
+      // A portion decides the memory per card; only the compute share takes the schema's default.
+      long portionCores = request.cores() == ContainerRequest.UNSET ? schema.defaultCores() : request.cores();
+      return new CardDemand((int) request.count(), 0, 0, (int) Math.min(portionCores, 100), request.portion());
     }
     long memory = 0;
     if (request.memoryMiB() != ContainerRequest.UNSET) {

@@ -70,7 +70,7 @@ final class Fixtures {
     List<ContainerRequest> named = new ArrayList<>();
     for (int i = 0; i < containers.length; i++) {
       ContainerRequest c = containers[i];
-      named.add(new ContainerRequest(containers.length == 1 ? c.name() : "c" + i, c.count(), c.memoryMiB(), c.memoryPercent(), c.cores()));
+      named.add(new ContainerRequest(containers.length == 1 ? c.name() : "c" + i, c.count(), c.memoryMiB(), c.memoryPercent(), c.cores(), c.portion()));
     }
     return PodRequest.of(new PodRef("default", name), named);
   }

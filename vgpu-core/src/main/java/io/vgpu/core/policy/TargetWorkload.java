@@ -56,10 +56,11 @@ public final class TargetWorkload {
       cpuMilli[c] = k.cpuMilli();
       if (d != null) {
         cards[c] = d.count();
-        memoryMiB[c] = d.memoryMiB();
-        memoryPercent[c] = d.memoryPercent();
+        // A card portion is modelled by what it is written as: a fixed share or a memory amount.
+        memoryMiB[c] = d.portion() != null ? d.portion().memoryMiB() : d.memoryMiB();
+        memoryPercent[c] = d.portion() != null ? d.portion().hundredths() : d.memoryPercent();
         cores[c] = d.cores();
-        cardShare[c] = CardShares.WHOLE * Math.max(d.cores(), d.memoryPercent()) / 100;
+        cardShare[c] = CardShares.WHOLE * Math.max(d.cores(), memoryPercent[c]) / 100;
       }
       anyTyped |= !k.cardTypes().isEmpty();
     }

@@ -23,6 +23,8 @@ public record WorkloadClass(long cpuMilli, @Nullable CardDemand demand, List<Str
           .thenComparingInt(c -> c.demand == null ? 0 : c.demand.memoryMiB())
           .thenComparingInt(c -> c.demand == null ? 0 : c.demand.memoryPercent())
           .thenComparingInt(c -> c.demand == null ? 0 : c.demand.cores())
+          .thenComparingInt(c -> c.demand == null || c.demand.portion() == null ? 0 : c.demand.portion().hundredths())
+          .thenComparingInt(c -> c.demand == null || c.demand.portion() == null ? 0 : c.demand.portion().memoryMiB())
           .thenComparingInt(WorkloadClass::cards)
           .thenComparing(c -> String.join("|", c.cardTypes));
 
