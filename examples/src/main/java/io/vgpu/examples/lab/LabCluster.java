@@ -477,7 +477,7 @@ public final class LabCluster implements AutoCloseable {
     KubeletStandIn kubelet = kubelets.get(node);
     if (kai) {
       // under KAI the agent serves whole cards and publishes the labels KAI reads; it registers no vGPUs
-      agents.get(node).awaitReady(() -> kubelet.registrations() > registrationsBefore && kubelet.serving(io.vgpu.examples.lab.kai.KaiGpuRequest.GPU_RESOURCE)
+      agents.get(node).awaitReady(() -> kubelet.registrations() > registrationsBefore && kubelet.serving(io.vgpu.k8s.kai.KaiGpuRequest.GPU_RESOURCE)
           && labelled(node), "registered with its kubelet serving nvidia.com/gpu and the node labelled " + KaiKeys.NODE_GPU_MEMORY_LABEL, readyTimeout);
       return;
     }

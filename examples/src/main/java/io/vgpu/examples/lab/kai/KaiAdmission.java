@@ -3,6 +3,7 @@ package io.vgpu.examples.lab.kai;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.vgpu.examples.lab.apiserver.PodAdmission;
 import io.vgpu.examples.lab.apiserver.UserInfo;
+import io.vgpu.k8s.kai.KaiGpuRequest;
 import io.vgpu.k8s.kai.KaiKeys;
 import io.vgpu.k8s.pod.PodJson;
 import java.util.Optional;

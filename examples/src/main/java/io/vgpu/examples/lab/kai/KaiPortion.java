@@ -1,5 +1,6 @@
 package io.vgpu.examples.lab.kai;
 
+import io.vgpu.k8s.kai.KaiGpuRequest;
 import java.util.Locale;
 import java.util.OptionalLong;
 

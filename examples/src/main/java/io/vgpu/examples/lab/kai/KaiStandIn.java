@@ -15,6 +15,7 @@ import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import io.vgpu.api.PodRef;
 import io.vgpu.examples.lab.apiserver.EventWriter;
 import io.vgpu.examples.lab.apiserver.UserInfo;
+import io.vgpu.k8s.kai.KaiGpuRequest;
 import io.vgpu.k8s.kai.KaiKeys;
 import io.vgpu.k8s.pod.PodJson;
 import io.vgpu.k8s.pod.PodRefs;

@@ -1,5 +1,6 @@
 package io.vgpu.examples.lab.kai;
 
+import io.vgpu.k8s.kai.KaiGpuRequest;
 import io.vgpu.k8s.kai.KaiKeys;
 import io.vgpu.k8s.pod.PodJson;
 import java.nio.charset.StandardCharsets;

@@ -1,9 +1,8 @@
-package io.vgpu.examples.lab.kai;
+package io.vgpu.k8s.kai;
 
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Quantity;
-import io.vgpu.k8s.kai.KaiKeys;
 import java.math.BigDecimal;
 import java.math.RoundingMode;
 import java.util.ArrayList;
@@ -109,7 +108,7 @@ public record KaiGpuRequest(OptionalDouble fraction, OptionalLong memoryMiB, int
   }
 
   /** {@code 0 < f < 1}, also a valid quantity. */
-  static Optional<Double> parseFraction(String text) {
+  public static Optional<Double> parseFraction(String text) {
     try {
       BigDecimal amount = Quantity.getAmountInBytes(new Quantity(text.trim()));
       double f = amount.doubleValue();
@@ -120,7 +119,7 @@ public record KaiGpuRequest(OptionalDouble fraction, OptionalLong memoryMiB, int
   }
 
   /** A positive integer of MiB, no unit. */
-  static Optional<Long> parseMemory(String text) {
+  public static Optional<Long> parseMemory(String text) {
     try {
       long v = Long.parseUnsignedLong(text);
       return v > 0 && v <= Long.MAX_VALUE / 2 ? Optional.of(v) : Optional.empty();
@@ -130,7 +129,7 @@ public record KaiGpuRequest(OptionalDouble fraction, OptionalLong memoryMiB, int
   }
 
   /** A positive integer. */
-  static Optional<Integer> parseCount(String text) {
+  public static Optional<Integer> parseCount(String text) {
     try {
       int v = Integer.parseInt(text);
       return v > 0 ? Optional.of(v) : Optional.empty();
@@ -149,7 +148,7 @@ public record KaiGpuRequest(OptionalDouble fraction, OptionalLong memoryMiB, int
     return false;
   }
 
-  static Map<String, String> annotations(Pod pod) {
+  public static Map<String, String> annotations(Pod pod) {
     return pod.getMetadata() == null || pod.getMetadata().getAnnotations() == null ? Map.of() : pod.getMetadata().getAnnotations();
   }
 
