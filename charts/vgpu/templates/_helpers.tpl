@@ -120,6 +120,11 @@ HAMi's scheduler.certManager.enabled is set or the cluster serves cert-manager.i
 {{- if .Values.vgpu.kai.enabled -}}true{{- end -}}
 {{- end -}}
 
+{{/* vgpu schedules KAI Scheduler's pod dialect itself (vgpu.kaiDialect.enabled): queues, gangs, KAI's fractions. */}}
+{{- define "vgpu.kaiDialect" -}}
+{{- if and .Values.vgpu.kaiDialect.enabled (not .Values.vgpu.kai.enabled) -}}true{{- end -}}
+{{- end -}}
+
 {{/* kube-scheduler runs in the scheduler pod (never under KAI, which schedules itself). */}}
 {{- define "vgpu.kubeSchedulerSidecar" -}}
 {{- if and .Values.scheduler.kubeScheduler.enabled (not .Values.vgpu.kai.enabled) -}}true{{- end -}}

@@ -140,6 +140,16 @@ class ChartRbacTest {
     assertThat(certManager.find("RoleBinding", "hami-scheduler")).isEmpty();
   }
 
+  /** With vgpu.kaiDialect the scheduler's informers follow KAI's Queues and PodGroups too (ClusterLedger), and that is all. */
+  @Test
+  void withTheKaiDialectTheSchedulerAlsoWatchesQueuesAndPodGroups() {
+    RenderedChart chart = RenderedChart.kaiDialect();
+    List<String> expected = new ArrayList<>(SCHEDULER_CLUSTER.keySet());
+    expected.addAll(List.of("queues:list", "queues:watch", "podgroups:list", "podgroups:watch"));
+    assertThat(grants(chart.get("ClusterRole", "hami-scheduler"))).containsExactlyInAnyOrderElementsOf(expected);
+    assertThat(grants(chart.get("Role", "hami-scheduler"))).containsExactlyInAnyOrderElementsOf(SCHEDULER_NAMESPACE.keySet());
+  }
+
   @Test
   void kubeSchedulerHasKubernetesSchedulerRolesAndItsOwnLease() {
     RenderedChart chart = RenderedChart.defaults();

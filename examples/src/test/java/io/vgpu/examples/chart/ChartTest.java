@@ -736,4 +736,69 @@ class ChartTest {
         "Service/hami-scheduler", "Service/hami-device-plugin-monitor",
         "Deployment/hami-scheduler", "DaemonSet/hami-device-plugin", "MutatingWebhookConfiguration/hami-webhook");
   }
+
+  // --- KAI's pod dialect scheduled by vgpu (vgpu.kaiDialect.enabled=true)
+
+  @Test
+  void kubeSchedulerLooksAtEveryFeasibleNodeSoTheExtenderChoosesAmongThemAll() {
+    for (RenderedChart chart : List.of(RenderedChart.defaults(), RenderedChart.kaiDialect(), RenderedChart.render(Options.defaults().values(RenderedChart.HAMI_VALUES)))) {
+      JsonNode config = YAML.readTree(chart.configMapFile("hami-scheduler", "config.yaml"));
+      assertThat(config.path("percentageOfNodesToScore").asInt(-1)).isEqualTo(100);
+      assertThat(config.path("profiles").get(0).has("percentageOfNodesToScore")).as("no profile narrows it").isFalse();
+    }
+  }
+
+  @Test
+  void withTheKaiDialectTheSchedulerTakesKaisPodsAndFollowsTheirQueuesAndGangs() {
+    RenderedChart chart = RenderedChart.kaiDialect();
+    assertRunnable(chart);
+    List<String> args = RenderedChart.args(chart.container("Deployment", "hami-scheduler", "vgpu-scheduler-extender"));
+    assertThat(args).contains("--kai-dialect", "--kai-scheduler-name=kai-scheduler", "--gang-hold-timeout=60s");
+    RenderedChart named = RenderedChart.render(Options.kaiDialect().with("vgpu.kaiDialect.schedulerName", "kai").with("vgpu.kaiDialect.gangHoldTimeout", "2m"));
+    assertThat(RenderedChart.args(named.container("Deployment", "hami-scheduler", "vgpu-scheduler-extender"))).contains("--kai-scheduler-name=kai", "--gang-hold-timeout=2m");
+    assertThat(RenderedChart.defaults().manifest()).doesNotContain("--kai-dialect").doesNotContain("scheduling.run.ai").doesNotContain("hami-kai-dialect");
+
+    // The webhook sees KAI's pods: a fraction pod asks for no resource before the webhook gives it one.
+    String condition = chart.get("MutatingWebhookConfiguration", "hami-webhook").path("webhooks").get(0).path("matchConditions").get(0).path("expression").asString();
+    Map<String, Object> kaiPod = Map.of("metadata", Map.of("name", "p", "annotations", Map.of("gpu-fraction", "0.5")),
+        "spec", Map.of("schedulerName", "kai-scheduler", "containers", List.of(Map.of("name", "c"))));
+    Map<String, Object> otherPod = Map.of("metadata", Map.of("name", "p"), "spec", Map.of("schedulerName", "other", "containers", List.of(Map.of("name", "c"))));
+    assertThat(matches(condition, kaiPod)).isTrue();
+    assertThat(matches(condition, otherPod)).isFalse();
+    assertThat(matches(condition, pod("limits", "nvidia.com/gpu", "1"))).isTrue();
+
+    // It follows Queues and PodGroups, no verb more than its informers use.
+    String rules = chart.get("ClusterRole", "hami-scheduler").path("rules").toString();
+    assertThat(rules).contains("{\"apiGroups\":[\"scheduling.run.ai\"],\"resources\":[\"queues\",\"podgroups\"],\"verbs\":[\"list\",\"watch\"]}");
+
+    // KAI's CRDs only when asked for (a cluster with KAI has its own).
+    assertThat(chart.get("CustomResourceDefinition", "queues.scheduling.run.ai").path("spec").path("scope").asString()).isEqualTo("Cluster");
+    JsonNode queue = chart.get("CustomResourceDefinition", "queues.scheduling.run.ai").path("spec").path("versions").get(0);
+    assertThat(queue.path("name").asString()).isEqualTo("v2");
+    assertThat(queue.path("schema").path("openAPIV3Schema").path("properties").path("spec").path("properties").path("resources").path("properties").path("gpu").toString())
+        .isEqualTo("{\"properties\":{\"limit\":{\"type\":\"number\"},\"overQuotaWeight\":{\"type\":\"number\"},\"quota\":{\"type\":\"number\"}},\"type\":\"object\"}");
+    JsonNode podGroup = chart.get("CustomResourceDefinition", "podgroups.scheduling.run.ai").path("spec");
+    assertThat(podGroup.path("scope").asString()).isEqualTo("Namespaced");
+    assertThat(podGroup.path("versions").get(0).path("name").asString()).isEqualTo("v2alpha2");
+    RenderedChart withoutCrds = RenderedChart.render(Options.defaults().with("vgpu.kaiDialect.enabled", "true"));
+    assertThat(withoutCrds.all("CustomResourceDefinition")).isEmpty();
+    assertThat(RenderedChart.render(Options.defaults().with("vgpu.kaiDialect.installCRDs", "true")).all("CustomResourceDefinition")).as("only with the dialect").isEmpty();
+
+    // The keys the extender reads are fixed on vgpu's pods once created.
+    JsonNode policy = chart.get("ValidatingAdmissionPolicy", "hami-kai-dialect").path("spec");
+    assertThat(policy.path("matchConditions").toString()).contains("system:serviceaccount:kube-system:hami-scheduler").contains("oldObject.spec.schedulerName == \\\"hami-scheduler\\\"");
+    assertThat(policy.path("variables").get(0).path("expression").asString()).contains("\"pod-group-name\"").contains("\"gpu-fraction\"");
+    assertThat(chart.get("ValidatingAdmissionPolicyBinding", "hami-kai-dialect").path("spec").path("policyName").asString()).isEqualTo("hami-kai-dialect");
+  }
+
+  @Test
+  void theKaiDialectCannotBeCombinedWithVgpuUnderKaiOrShareItsSchedulerName() {
+    assertThat(RenderedChart.failure(Options.kai().with("vgpu.kaiDialect.enabled", "true")))
+        .get().asString().contains("vgpu.kai.enabled and vgpu.kaiDialect.enabled exclude each other");
+    assertThat(RenderedChart.failure(Options.kaiDialect().with("vgpu.kaiDialect.schedulerName", "hami-scheduler")))
+        .get().asString().contains("vgpu.kaiDialect.schedulerName (hami-scheduler) must differ from schedulerName");
+    assertThat(RenderedChart.failure(Options.kaiDialect().with("scheduler.admissionWebhook.enabled", "false")))
+        .get().asString().contains("vgpu.kaiDialect.enabled needs scheduler.admissionWebhook.enabled");
+    assertThat(RenderedChart.failure(Options.kaiDialect().with("vgpu.kaiDialect.gangHoldTimeout", "soon"))).isPresent();
+  }
 }

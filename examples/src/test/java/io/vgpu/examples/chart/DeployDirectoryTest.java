@@ -12,15 +12,18 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
- * examples/deploy is the chart rendered with its default values, and examples/deploy-kai with {@code
- * vgpu.kai.enabled=true} (vgpu as the isolation layer under KAI Scheduler), one file per template, and
+ * examples/deploy is the chart rendered with its default values, examples/deploy-kai with {@code
+ * vgpu.kai.enabled=true} (vgpu as the isolation layer under KAI Scheduler), and examples/deploy-kai-dialect
+ * with {@code vgpu.kaiDialect.enabled=true} and {@code vgpu.kaiDialect.installCRDs=true} (vgpu scheduling
+ * KAI's pods, queues and gangs itself; the lab runs scenarios with queues on it), one file per template, and
  * nothing else: this test fails when a file differs from a fresh render, is missing, or is left over.
- * After changing the chart, write both directories anew with
+ * After changing the chart, write the directories anew with
  * {@code ./mvnw -pl examples -am test -Dtest=DeployDirectoryTest -Dsurefire.failIfNoSpecifiedTests=false -Dvgpu.deploy.update=true}.
  */
 class DeployDirectoryTest {
   static final Path DEPLOY = Path.of("deploy");
   static final Path DEPLOY_KAI = Path.of("deploy-kai");
+  static final Path DEPLOY_KAI_DIALECT = Path.of("deploy-kai-dialect");
 
   /** The files examples/deploy must hold: file name to content. */
   static Map<String, String> rendered() {
@@ -30,6 +33,11 @@ class DeployDirectoryTest {
   /** The files examples/deploy-kai must hold: file name to content. */
   static Map<String, String> renderedKai() {
     return rendered(RenderedChart.kai(), "the chart's default values and vgpu.kai.enabled=true");
+  }
+
+  /** The files examples/deploy-kai-dialect must hold: file name to content. */
+  static Map<String, String> renderedKaiDialect() {
+    return rendered(RenderedChart.kaiDialect(), "the chart's default values, vgpu.kaiDialect.enabled=true and vgpu.kaiDialect.installCRDs=true");
   }
 
   private static Map<String, String> rendered(RenderedChart chart, String values) {
@@ -62,6 +70,11 @@ class DeployDirectoryTest {
   @Test
   void theKaiDirectoryIsTheChartsRenderInTheKaiRole() throws Exception {
     check(DEPLOY_KAI, renderedKai());
+  }
+
+  @Test
+  void theKaiDialectDirectoryIsTheChartsRenderWithTheDialect() throws Exception {
+    check(DEPLOY_KAI_DIALECT, renderedKaiDialect());
   }
 
   private static void check(Path deploy, Map<String, String> expected) throws Exception {

@@ -74,6 +74,15 @@ public final class RenderedChart {
       return defaults().with("vgpu.kai.enabled", "true");
     }
 
+    /**
+     * Default values with vgpu scheduling KAI's pod dialect and installing KAI's Queue and PodGroup CRDs
+     * ({@code vgpu.kaiDialect.enabled=true}, {@code vgpu.kaiDialect.installCRDs=true}), as
+     * examples/deploy-kai-dialect holds them.
+     */
+    public static Options kaiDialect() {
+      return defaults().with("vgpu.kaiDialect.enabled", "true").with("vgpu.kaiDialect.installCRDs", "true");
+    }
+
     /** These options with a values file after the others. */
     public Options values(Path file) {
       List<Path> files = new ArrayList<>(valuesFiles);
@@ -115,6 +124,11 @@ public final class RenderedChart {
   /** The chart rendered with default values and {@code vgpu.kai.enabled=true}. */
   public static RenderedChart kai() {
     return render(Options.kai());
+  }
+
+  /** The chart rendered with {@link Options#kaiDialect()}. */
+  public static RenderedChart kaiDialect() {
+    return render(Options.kaiDialect());
   }
 
   /** The chart rendered with default values. */

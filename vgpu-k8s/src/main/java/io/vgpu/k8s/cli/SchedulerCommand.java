@@ -43,7 +43,7 @@ public final class SchedulerCommand implements Callable<Integer> {
           "--extender-bind-address", "--client-ca-file", "--scheduler-name", "--node-scheduler-policy", "--gpu-scheduler-policy", "--device-config-file",
           "--node-lock-timeout", "--node-lock-retry-timeout", "--leader-elect", "--leader-elect-resource-name", "--leader-elect-resource-namespace",
           "--stale-reservation-timeout", "--node-label-selector", "--legacy-metrics", "--force-overwrite-default-scheduler", "--place-cpu-only-pods",
-          "--grant-key-secret", "--sync-timeout");
+          "--grant-key-secret", "--sync-timeout", "--kai-dialect", "--kai-scheduler-name", "--gang-hold-timeout");
 
   @Spec
   @Nullable CommandSpec spec;
@@ -132,6 +132,24 @@ public final class SchedulerCommand implements Callable<Integer> {
               + " Without it grants are not signed.")
   @Nullable String grantKeySecret;
 
+  @Option(
+      names = "--kai-dialect",
+      description =
+          "Schedule KAI Scheduler's pod dialect (pods naming --kai-scheduler-name, its queue label, gpu-fraction, gpu-memory, pod-group-name) with vgpu's engine:"
+              + " the webhook hands them to this scheduler, the extender charges them to their Queue (scheduling.run.ai/v2) and holds gangs (PodGroup"
+              + " scheduling.run.ai/v2alpha2) until they fit whole.")
+  boolean kaiDialect;
+
+  @Option(names = "--kai-scheduler-name", defaultValue = "kai-scheduler", description = "With --kai-dialect: the scheduler name KAI's pods carry (default ${DEFAULT-VALUE}).")
+  String kaiSchedulerName;
+
+  @Option(
+      names = "--gang-hold-timeout",
+      defaultValue = "60s",
+      converter = GoDuration.class,
+      description = "With --kai-dialect: how long a gang's reservation waits for its members' binds; those not bound by then give theirs back (default ${DEFAULT-VALUE}).")
+  Duration gangHoldTimeout;
+
   @Option(names = "--kubeconfig", description = "Kubeconfig file; without it, the in-cluster configuration.")
   @Nullable Path kubeconfig;
 
@@ -148,6 +166,13 @@ public final class SchedulerCommand implements Callable<Integer> {
     }
     if (hookPath != null) {
       throw new InputException("--hook-path applies only with --stack kai (in the hami stack the node agent alone mounts the interposer)");
+    }
+    if (!kaiDialect && spec != null) {
+      for (String flag : List.of("--kai-scheduler-name", "--gang-hold-timeout")) {
+        if (spec.commandLine().getParseResult().hasMatchedOption(flag)) {
+          throw new InputException(flag + " applies only with --kai-dialect");
+        }
+      }
     }
     DeviceConfig config = DeviceConfig.DEFAULT;
     if (deviceConfigFile != null) {
@@ -178,7 +203,9 @@ public final class SchedulerCommand implements Callable<Integer> {
             legacyMetrics,
             syncTimeout,
             placeCpuOnlyPods,
-            Optional.ofNullable(grantKeySecret));
+            Optional.ofNullable(grantKeySecret),
+            kaiDialect ? Optional.of(kaiSchedulerName) : Optional.empty(),
+            gangHoldTimeout);
     KubernetesClient client = ClusterConnection.connect(kubeconfig);
     try {
       if (grantKeySecret != null) {

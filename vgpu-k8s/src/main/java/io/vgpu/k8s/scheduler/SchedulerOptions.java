@@ -43,6 +43,12 @@ import java.util.Optional;
  *     false: kube-scheduler places them, as with HAMi)
  * @param grantKeySecret the Secret {@code NAMESPACE/NAME} holding the key the scheduler signs each grant
  *     with ({@code --grant-key-secret}), made at start when missing; empty writes no signature
+ * @param kaiDialect the scheduler name of KAI Scheduler's pod dialect when this scheduler schedules
+ *     such pods itself ({@code --kai-dialect} with {@code --kai-scheduler-name}, default {@code
+ *     kai-scheduler}): the webhook hands them over, the extender charges them to their KAI queue and
+ *     places their gangs whole; empty leaves them to KAI
+ * @param gangHoldTimeout how long a gang's reservation waits for all its members to be bound before
+ *     those not bound give theirs back ({@code --gang-hold-timeout}, default 60s)
  */
 public record SchedulerOptions(
     String httpBind,
@@ -68,7 +74,9 @@ public record SchedulerOptions(
     boolean legacyMetrics,
     Duration syncTimeout,
     boolean placeCpuOnlyPods,
-    Optional<String> grantKeySecret) {
+    Optional<String> grantKeySecret,
+    Optional<String> kaiDialect,
+    Duration gangHoldTimeout) {
 
   /** Validates the fields. */
   public SchedulerOptions {
@@ -86,6 +94,13 @@ public record SchedulerOptions(
       throw new IllegalArgumentException("--webhook-client-ca-file needs --cert_file and --key_file: client certificates are checked over TLS");
     }
     Objects.requireNonNull(grantKeySecret, "grantKeySecret");
+    Objects.requireNonNull(kaiDialect, "kaiDialect");
+    if (kaiDialect.isPresent() && kaiDialect.get().isBlank()) {
+      throw new IllegalArgumentException("--kai-scheduler-name must not be empty");
+    }
+    if (gangHoldTimeout.isNegative() || gangHoldTimeout.isZero()) {
+      throw new IllegalArgumentException("--gang-hold-timeout " + gangHoldTimeout + " must be positive");
+    }
     if (leaderElect && (leaseName.isEmpty() || leaseNamespace.isEmpty())) {
       throw new IllegalArgumentException("--leader-elect needs --leader-elect-resource-name and --leader-elect-resource-namespace");
     }
@@ -117,42 +132,44 @@ public record SchedulerOptions(
         false,
         Duration.ofMinutes(2),
         false,
-        Optional.empty());
+        Optional.empty(),
+        Optional.empty(),
+        Duration.ofSeconds(60));
   }
 
   /** Returns a copy with other bind addresses. */
   public SchedulerOptions withBinds(String http, String metrics) {
     return new SchedulerOptions(http, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metrics, schedulerName, overwriteDefaultScheduler, nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile,
         nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName, leaseNamespace, identity, staleReservationTimeout, nodeLabelSelector,
-        legacyMetrics, syncTimeout, placeCpuOnlyPods, grantKeySecret);
+        legacyMetrics, syncTimeout, placeCpuOnlyPods, grantKeySecret, kaiDialect, gangHoldTimeout);
   }
 
   /** Returns a copy whose binds wait this long for a contended node lock. */
   public SchedulerOptions withNodeLockRetryTimeout(Duration value) {
     return new SchedulerOptions(httpBind, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName, overwriteDefaultScheduler, nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile,
         nodeLockTimeout, value, leaderElect, leaseName, leaseNamespace, identity, staleReservationTimeout, nodeLabelSelector, legacyMetrics,
-        syncTimeout, placeCpuOnlyPods, grantKeySecret);
+        syncTimeout, placeCpuOnlyPods, grantKeySecret, kaiDialect, gangHoldTimeout);
   }
 
   /** Returns a copy with another stale-reservation timeout. */
   public SchedulerOptions withStaleReservationTimeout(Duration value) {
     return new SchedulerOptions(httpBind, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName, overwriteDefaultScheduler, nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile,
         nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName, leaseNamespace, identity, value, nodeLabelSelector, legacyMetrics,
-        syncTimeout, placeCpuOnlyPods, grantKeySecret);
+        syncTimeout, placeCpuOnlyPods, grantKeySecret, kaiDialect, gangHoldTimeout);
   }
 
   /** Returns a copy following a Lease. */
   public SchedulerOptions withLeaderElection(String name, String namespace, String hostname) {
     return new SchedulerOptions(httpBind, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName, overwriteDefaultScheduler, nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile,
         nodeLockTimeout, nodeLockRetryTimeout, true, name, namespace, hostname, staleReservationTimeout, nodeLabelSelector, legacyMetrics,
-        syncTimeout, placeCpuOnlyPods, grantKeySecret);
+        syncTimeout, placeCpuOnlyPods, grantKeySecret, kaiDialect, gangHoldTimeout);
   }
 
   /** Returns a copy serving TLS from these PEM files. */
   public SchedulerOptions withTls(Path cert, Path key) {
     return new SchedulerOptions(httpBind, Optional.of(cert), Optional.of(key), extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName,
         overwriteDefaultScheduler, nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile, nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName,
-        leaseNamespace, identity, staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, placeCpuOnlyPods, grantKeySecret);
+        leaseNamespace, identity, staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, placeCpuOnlyPods, grantKeySecret, kaiDialect, gangHoldTimeout);
   }
 
   /**
@@ -162,20 +179,31 @@ public record SchedulerOptions(
   public SchedulerOptions withExtender(String bind, Optional<Path> clientCa, Optional<Path> webhookClientCa) {
     return new SchedulerOptions(httpBind, certFile, keyFile, bind, clientCa, webhookClientCa, metricsBind, schedulerName, overwriteDefaultScheduler,
         nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile, nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName, leaseNamespace, identity,
-        staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, placeCpuOnlyPods, grantKeySecret);
+        staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, placeCpuOnlyPods, grantKeySecret, kaiDialect, gangHoldTimeout);
   }
 
   /** Returns a copy that does, or does not, place pods asking for no GPU. */
   public SchedulerOptions withCpuOnlyPodPlacement(boolean value) {
     return new SchedulerOptions(httpBind, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName, overwriteDefaultScheduler,
         nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile, nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName, leaseNamespace, identity,
-        staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, value, grantKeySecret);
+        staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, value, grantKeySecret, kaiDialect, gangHoldTimeout);
   }
 
   /** Returns a copy that signs grants with the key in the Secret {@code NAMESPACE/NAME}. */
   public SchedulerOptions withGrantKeySecret(String value) {
     return new SchedulerOptions(httpBind, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName, overwriteDefaultScheduler,
         nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile, nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName, leaseNamespace, identity,
-        staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, placeCpuOnlyPods, Optional.of(value));
+        staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, placeCpuOnlyPods, Optional.of(value), kaiDialect, gangHoldTimeout);
+  }
+
+  /**
+   * Returns a copy that schedules KAI Scheduler's pod dialect itself: pods naming {@code
+   * kaiSchedulerName} are handed to this scheduler, charged to their queues and held whole in gangs,
+   * a gang's reservation waiting at most {@code holdTimeout} for its members' binds.
+   */
+  public SchedulerOptions withKaiDialect(String kaiSchedulerName, Duration holdTimeout) {
+    return new SchedulerOptions(httpBind, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName, overwriteDefaultScheduler,
+        nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile, nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName, leaseNamespace, identity,
+        staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, placeCpuOnlyPods, grantKeySecret, Optional.of(kaiSchedulerName), holdTimeout);
   }
 }

@@ -18,8 +18,8 @@ class SchedulerCommandTest {
   void theExtendersFlagsAreRefusedUnderKai() {
     for (String flag : SchedulerCommand.HAMI_STACK_ONLY) {
       String arg = switch (flag) {
-        case "--leader-elect", "--legacy-metrics", "--place-cpu-only-pods" -> flag;
-        case "--node-lock-timeout", "--node-lock-retry-timeout", "--stale-reservation-timeout", "--sync-timeout" -> flag + "=1m";
+        case "--leader-elect", "--legacy-metrics", "--place-cpu-only-pods", "--kai-dialect" -> flag;
+        case "--node-lock-timeout", "--node-lock-retry-timeout", "--stale-reservation-timeout", "--sync-timeout", "--gang-hold-timeout" -> flag + "=1m";
         case "--node-label-selector" -> flag + "=gpu=on";
         case "--force-overwrite-default-scheduler" -> flag + "=false";
         default -> flag + "=x";
@@ -42,5 +42,14 @@ class SchedulerCommandTest {
     Run run = vgpu("scheduler", "--hook-path", "/usr/local");
     assertThat(run.code()).isEqualTo(2);
     assertThat(run.err()).isEqualTo("vgpu: --hook-path applies only with --stack kai (in the hami stack the node agent alone mounts the interposer)\n");
+  }
+
+  @Test
+  void theDialectsSettingsNeedTheDialect() {
+    for (String arg : new String[] {"--kai-scheduler-name=kai", "--gang-hold-timeout=30s"}) {
+      Run run = vgpu("scheduler", arg);
+      assertThat(run.code()).as(arg).isEqualTo(2);
+      assertThat(run.err()).isEqualTo("vgpu: " + arg.substring(0, arg.indexOf('=')) + " applies only with --kai-dialect\n");
+    }
   }
 }

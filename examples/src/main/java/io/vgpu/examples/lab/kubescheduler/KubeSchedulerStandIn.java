@@ -56,7 +56,9 @@ import tools.jackson.databind.node.ObjectNode;
  * changed) and are then tried again; failed binds are retried after a back-off.
  *
  * <p>Deliberate deviations, so that the lab agrees with {@code vgpu simulate}: candidates go to the
- * extender in the scenario's node order and the first node it accepts is chosen.
+ * extender in the scenario's node order and the first node it accepts is chosen. Which nodes are
+ * candidates follows kube-scheduler's {@code percentageOfNodesToScore} ({@link FeasibleNodes}): below 100
+ * nodes, and with the chart's 100, every feasible node, in that order.
  *
  * <p>{@link #defaultScheduler} makes the cluster's own scheduler from the same machinery: the pods that
  * name {@code default-scheduler}, bound to the first node their node selection allows, no extender.
@@ -83,6 +85,9 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
   private final @Nullable String leaseNamespace;
   private final @Nullable String leaseName;
   private final Supplier<List<String>> nodeOrder;
+  /** Each profile's percentageOfNodesToScore by scheduler name (0: kube-scheduler's adaptive share). */
+  private final Map<String, Integer> percentages;
+  private final FeasibleNodes feasible = new FeasibleNodes();
   private final String holderIdentity;
   private final EventWriter events;
   private final SharedIndexInformer<Pod> pods;
@@ -207,7 +212,7 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
       String schedulerHostname,
       BindingCycle cycle) {
     this(client, cycle, config.schedulerNames(), config.extender().managedResources(), new ExtenderClient(config.extender(), extenderBase, tls), nodeOrder,
-        schedulerHostname, config.leaseNamespace(), config.leaseName(), new ArrayList<>());
+        schedulerHostname, config.leaseNamespace(), config.leaseName(), new ArrayList<>(), config.percentageOfNodesToScore());
   }
 
   private KubeSchedulerStandIn(
@@ -220,8 +225,10 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
       String schedulerHostname,
       @Nullable String leaseNamespace,
       @Nullable String leaseName,
-      List<PodRef> placed) {
+      List<PodRef> placed,
+      Map<String, Integer> percentages) {
     this.client = client;
+    this.percentages = Map.copyOf(percentages);
     this.cycle = cycle;
     this.binders = cycle.bindsInFlight() == 0 ? null : Executors.newFixedThreadPool(cycle.bindsInFlight(), r -> daemon(r, "lab-kube-scheduler-bind"));
     this.bindSlots = cycle.bindsInFlight() == 0 ? null : new Semaphore(cycle.bindsInFlight());
@@ -263,7 +270,7 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
    */
   public static KubeSchedulerStandIn defaultScheduler(KubernetesClient client, KubeSchedulerStandIn beside) {
     return new KubeSchedulerStandIn(
-        client, BindingCycle.SERIAL, Set.of(DEFAULT_SCHEDULER), beside.managedResources, null, beside.nodeOrder, "default-scheduler", null, null, beside.placed);
+        client, BindingCycle.SERIAL, Set.of(DEFAULT_SCHEDULER), beside.managedResources, null, beside.nodeOrder, "default-scheduler", null, null, beside.placed, Map.of());
   }
 
   /**
@@ -274,7 +281,7 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
    * @param nodeOrder the nodes in the scenario's order
    */
   public static KubeSchedulerStandIn defaultScheduler(KubernetesClient client, Supplier<List<String>> nodeOrder) {
-    return new KubeSchedulerStandIn(client, BindingCycle.SERIAL, Set.of(DEFAULT_SCHEDULER), Set.of(), null, nodeOrder, "default-scheduler", null, null, new ArrayList<>());
+    return new KubeSchedulerStandIn(client, BindingCycle.SERIAL, Set.of(DEFAULT_SCHEDULER), Set.of(), null, nodeOrder, "default-scheduler", null, null, new ArrayList<>(), Map.of());
   }
 
   private static Thread daemon(Runnable r, String name) {
@@ -532,21 +539,17 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
       return;
     }
     Map<String, String> reasons = new LinkedHashMap<>();
-    List<String> candidates = new ArrayList<>();
-    for (String name : nodeOrder.get()) {
+    List<String> known = nodeOrder.get().stream().filter(name -> nodes.getStore().getByKey(name) != null).toList();
+    String profile = Optional.ofNullable(pod.getSpec().getSchedulerName()).filter(n -> !n.isEmpty()).orElse(DEFAULT_SCHEDULER);
+    // kube-scheduler stops filtering after percentageOfNodesToScore's share of feasible nodes.
+    List<String> candidates = feasible.select(known, percentages.getOrDefault(profile, 0), name -> {
       Node node = nodes.getStore().getByKey(name);
-      if (node == null) {
-        continue;
+      Map<String, String> labels = node == null || node.getMetadata().getLabels() == null ? Map.of() : node.getMetadata().getLabels();
+      if (node != null && Boolean.TRUE.equals(node.getSpec() == null ? null : node.getSpec().getUnschedulable())) {
+        return "NodeUnschedulable";
       }
-      Map<String, String> labels = node.getMetadata().getLabels() == null ? Map.of() : node.getMetadata().getLabels();
-      if (Boolean.TRUE.equals(node.getSpec() == null ? null : node.getSpec().getUnschedulable())) {
-        reasons.put(name, "NodeUnschedulable");
-      } else if (!NodeSelection.allows(pod, name, labels)) {
-        reasons.put(name, "NodeSelectorMismatch");
-      } else {
-        candidates.add(name);
-      }
-    }
+      return NodeSelection.allows(pod, name, labels) ? null : "NodeSelectorMismatch";
+    }, reasons);
     if (candidates.isEmpty()) {
       unschedulable(queued, pod, reasons, attemptGeneration);
       return;
