@@ -1,6 +1,7 @@
 package io.vgpu.k8s.scheduler;
 
 import io.fabric8.kubernetes.api.model.Node;
+import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.dsl.base.PatchContext;
@@ -9,9 +10,11 @@ import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.vgpu.core.Engine;
 import io.vgpu.k8s.admission.AdmissionMutator;
+import io.vgpu.k8s.admission.AdmissionResult;
 import io.vgpu.k8s.config.DeviceConfig;
 import io.vgpu.k8s.grant.GrantKeySecret;
 import io.vgpu.k8s.grant.GrantSignature;
+import io.vgpu.k8s.kai.KaiDialectAdmission;
 import io.vgpu.k8s.pod.PodJson;
 import io.vgpu.k8s.pod.PodRequestParser;
 import io.vgpu.k8s.server.ClientCertificateAuthority;
@@ -33,6 +36,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -163,7 +167,16 @@ public final class SchedulerServer implements AutoCloseable {
             options.placeCpuOnlyPods(),
             signer);
     String schedulerName = options.schedulerName().isEmpty() ? AdmissionMutator.DEFAULT_SCHEDULER_NAME : options.schedulerName();
-    AdmissionWebhook webhook = new AdmissionWebhook(new AdmissionMutator(effective, schedulerName, options.overwriteDefaultScheduler(), options.placeCpuOnlyPods()), b.engine::quota, events);
+    AdmissionMutator mutator = new AdmissionMutator(effective, schedulerName, options.overwriteDefaultScheduler(), options.placeCpuOnlyPods());
+    Engine engine = b.engine;
+    Function<Pod, AdmissionResult> decision = pod -> mutator.admit(pod, engine::quota);
+    if (options.kaiDialect().isPresent()) {
+      // KAI's pods are turned into pods of this scheduler first, then decided on as any vGPU pod.
+      KaiDialectAdmission dialect = new KaiDialectAdmission(options.kaiDialect().get(), schedulerName, effective);
+      Function<Pod, AdmissionResult> hami = decision;
+      decision = pod -> dialect.admit(pod, hami);
+    }
+    AdmissionWebhook webhook = new AdmissionWebhook(decision, events);
 
     metrics.rebuilt(b.ledger.start(options.syncTimeout()).toNanos());
     // A new leader takes over the reservations its predecessor made and kube-scheduler has yet to bind.
