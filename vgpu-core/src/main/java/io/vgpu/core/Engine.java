@@ -664,6 +664,17 @@ public final class Engine {
   }
 
   /**
+   * As {@link #reserve(PodGrant)}, charging the grant to a queue and refusing it when that would take
+   * the queue, or one above it, past its limit (a reservation a scheduler takes over, or makes again for
+   * a bind). Its GPU charge is taken from the cards' memory, as {@link #restore(PodGrant, String)} takes it.
+   *
+   * @param queue the pod's leaf queue, or {@code null} for none
+   */
+  public ReserveResult reserve(PodGrant grant, @Nullable String queue) {
+    return apply(grant, true, null, queue);
+  }
+
+  /**
    * Counts a grant unconditionally, as when rebuilding the ledger from what the cluster already runs.
    * A grant on a node the engine does not know yet is held and counted once the node registers.
    */

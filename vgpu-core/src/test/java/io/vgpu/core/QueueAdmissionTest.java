@@ -145,6 +145,21 @@ class QueueAdmissionTest {
   }
 
   @Test
+  void aGrantTakenOverIsChargedToItsQueueOnlyWithinTheLimit() {
+    Engine engine = engine(1, 2);
+    engine.upsertQueue(queue("q", null, 1));
+    Placement first = engine.filter(engine.compile(whole("a", null, 1)), null, false).placement().orElseThrow();
+    assertThat(engine.reserve(first.grant(), "q").reserved()).isTrue();
+    Placement second = engine.filter(engine.compile(whole("b", null, 1)), null, false).placement().orElseThrow();
+    ReserveResult over = engine.reserve(second.grant(), "q");
+    assertThat(over.reserved()).isFalse();
+    assertThat(over.message()).isEqualTo("queue q: gpu 1 held + 1 asked > limit 1");
+    assertThat(engine.grant(new PodRef("default", "b"))).isEmpty();
+    assertThat(engine.chargedQueue(new PodRef("default", "a"))).contains("q");
+    assertThat(engine.queueAllocations().get(0).gpuHundredths()).isEqualTo(100);
+  }
+
+  @Test
   void aGangIsReservedWholeOrNotAtAll() {
     Engine engine = engine(1, 2);
     engine.upsertQueue(queue("q", null, -1));
