@@ -49,6 +49,13 @@ public final class KaiKeys {
   /** HAMi-core's env contract as KAI's hamicore plugin uses it: {@code <MiB>m} for every visible card. */
   public static final String CUDA_DEVICE_MEMORY_LIMIT = "CUDA_DEVICE_MEMORY_LIMIT";
 
+  /**
+   * vgpu's pod annotation, with {@code --kai-dialect}: why the pod waits whatever the cards, as {@code
+   * <Reason>: <message>} ({@code QueueMissing}, {@code QueueLimit}, {@code GangIncomplete}). The scheduler
+   * writes it when the reason changes and removes it when the pod is placed, or when a Queue or PodGroup
+   * changes so that kube-scheduler tries the pod again; it is informational, never read back as input.
+   */
+  public static final String WAITING_ANNOTATION = "vgpu.io/waiting";
   /** vgpu's env on a fraction container: the pod's UID from {@code fieldRef metadata.uid}, for {@code subPathExpr}. */
   public static final String POD_UID_ENV = "VGPU_POD_UID";
   /** vgpu's volume: the interposer ({@code <hook>/vgpu/libvgpu.so}). */

@@ -41,6 +41,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
+import java.util.function.Function;
 import java.util.function.Predicate;
 import java.util.stream.Stream;
 import org.jspecify.annotations.Nullable;
@@ -81,6 +82,8 @@ public final class ClusterLedger implements AutoCloseable {
   private final EventRecorder events;
   private final Clock clock;
   private final Duration reservationTimeout;
+  /** The queue each pod's grant is charged to (KAI's dialect), null for a pod in none. */
+  private final Function<Pod, @Nullable String> queues;
   /** Pods whose reservation the stale-reservation reaper returned: it counts again only once bound or filtered anew. */
   private final Set<PodRef> reaped = ConcurrentHashMap.newKeySet();
   /** When the ledger first saw each reservation, for those whose own time cannot be read. */
@@ -130,6 +133,27 @@ public final class ClusterLedger implements AutoCloseable {
    */
   public ClusterLedger(
       KubernetesClient client, Engine engine, Predicate<Node> nodeFilter, NodeHealth health, EventRecorder events, Clock clock, Duration reservationTimeout) {
+    this(client, engine, nodeFilter, health, events, clock, reservationTimeout, pod -> null);
+  }
+
+  /**
+   * A ledger that follows the cluster once {@link #start} is called, charging each grant it restores or
+   * takes over to the queue {@code queues} names for its pod (KAI's dialect; null for none). A grant of
+   * a running pod is charged whatever its queue's limit says; one taken over only within it.
+   *
+   * @param nodeFilter which nodes to register (the scheduler's {@code --node-label-selector})
+   * @param events where ignored grants are reported, on their pods
+   * @param reservationTimeout how long a reservation of a pod never bound stays live
+   */
+  public ClusterLedger(
+      KubernetesClient client,
+      Engine engine,
+      Predicate<Node> nodeFilter,
+      NodeHealth health,
+      EventRecorder events,
+      Clock clock,
+      Duration reservationTimeout,
+      Function<Pod, @Nullable String> queues) {
     this.client = client;
     this.engine = engine;
     this.schema = engine.config().schema();
@@ -139,6 +163,7 @@ public final class ClusterLedger implements AutoCloseable {
     this.events = events;
     this.clock = clock;
     this.reservationTimeout = reservationTimeout;
+    this.queues = queues;
   }
 
   /**
@@ -302,6 +327,14 @@ public final class ClusterLedger implements AutoCloseable {
    * what is left (never a card given out twice), and pinned like a held one.
    */
   public ReserveResult reserveForBind(PodRef pod, @Nullable String uid, PodGrant annotated) {
+    return reserveForBind(pod, uid, annotated, null);
+  }
+
+  /**
+   * As {@link #reserveForBind(PodRef, String, PodGrant)}, charging the grant to {@code queue} within its
+   * limit (a pod of KAI's dialect; null for none).
+   */
+  public ReserveResult reserveForBind(PodRef pod, @Nullable String uid, PodGrant annotated, @Nullable String queue) {
     synchronized (podLock) {
       binding.add(pod);
       Optional<PodGrant> held = engine.grant(pod);
@@ -311,7 +344,7 @@ public final class ClusterLedger implements AutoCloseable {
             ? new ReserveResult(ReserveResult.Status.RESERVED, "")
             : new ReserveResult(ReserveResult.Status.CONFLICT, "the pod was filtered again meanwhile");
       }
-      ReserveResult result = engine.reserve(annotated);
+      ReserveResult result = engine.reserve(annotated, queue);
       if (result.reserved()) {
         owners.put(pod, new Owner(uid, true));
         reaped.remove(pod);
@@ -356,6 +389,27 @@ public final class ClusterLedger implements AutoCloseable {
       }
     }
     return reapedNow;
+  }
+
+  /**
+   * Gives back the reservation of a pod not bound (a gang member whose gang's hold ran out), as the
+   * stale-reservation reaper does: it counts again only once bound or filtered anew. A pod bound, or
+   * whose bind is under way, keeps its grant.
+   *
+   * @param why the end of the log line, after "giving its reservation back: "
+   * @return whether a reservation was given back
+   */
+  public boolean giveBack(PodRef pod, String why) {
+    synchronized (podLock) {
+      Optional<Pod> cached = pod(pod);
+      if (binding.contains(pod) || (cached.isPresent() && bound(cached.get())) || engine.grant(pod).isEmpty()) {
+        return false;
+      }
+      LOG.info("pod {} was never bound: giving its reservation back: {}", pod, why);
+      reaped.add(pod);
+      engine.release(pod);
+      return true;
+    }
   }
 
   /** The pod's {@code hami.io/vgpu-time}, when it is a time that can have been written already. */
@@ -561,8 +615,9 @@ public final class ClusterLedger implements AutoCloseable {
         return;
       }
       if (bound && grant.equals(withoutInitContainers(held.get()))) {
+        String charged = engine.chargedQueue(ref).orElse(null);
         engine.release(ref);
-        engine.restore(grant);
+        engine.restore(grant, charged);
         own(ref, uid);
         return;
       }
@@ -586,8 +641,9 @@ public final class ClusterLedger implements AutoCloseable {
     if (bound) {
       reaped.remove(ref);
       // It runs there: counting it is what keeps the card from being promised twice, whether or not the
-      // card would take it now (cordoned, unhealthy, or over-committed by an older scheduler).
-      engine.restore(grant);
+      // card would take it now (cordoned, unhealthy, or over-committed by an older scheduler); and its
+      // queue is charged for it whatever the queue's limit says now.
+      engine.restore(grant, queues.apply(pod));
       own(ref, uid);
       overCommitted(grant).ifPresent(card -> LOG.warn("pod {} runs on {} with a grant that leaves card {} over its capacity; counted all the same", ref, node, card));
       firstSeen.putIfAbsent(ref, now);
@@ -602,7 +658,7 @@ public final class ClusterLedger implements AutoCloseable {
       ignore(pod, ref, node, allocated, "the pod is not bound there and " + HamiAnnotations.ASSIGNED_TIME + " names no live reservation");
       return;
     }
-    ReserveResult fits = engine.reserve(grant);
+    ReserveResult fits = engine.reserve(grant, queues.apply(pod));
     if (!fits.reserved()) {
       ignore(pod, ref, node, allocated, "it does not fit what is left: " + fits.message());
       return;

@@ -2,6 +2,8 @@ package io.vgpu.k8s.scheduler;
 
 import io.fabric8.kubernetes.api.model.Event;
 import io.fabric8.kubernetes.api.model.EventBuilder;
+import io.fabric8.kubernetes.api.model.ObjectReference;
+import io.fabric8.kubernetes.api.model.ObjectReferenceBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
@@ -60,23 +62,37 @@ public final class EventRecorder {
     record(pod, "Warning", reason, message);
   }
 
+  /**
+   * Records a Warning event on any object, e.g. a cluster-scoped KAI Queue: its Event lives in the
+   * object's namespace, or in {@code default} for a cluster-scoped one, as client-go records them.
+   */
+  public void warning(ObjectReference involved, String reason, String message) {
+    String namespace = involved.getNamespace() == null || involved.getNamespace().isEmpty() ? "default" : involved.getNamespace();
+    write(namespace, involved.getName(), involved, "Warning", reason, message);
+  }
+
   private void record(Pod pod, String type, String reason, String message) {
-    String namespace = pod.getMetadata().getNamespace();
+    ObjectReference involved =
+        new ObjectReferenceBuilder()
+            .withApiVersion("v1")
+            .withKind("Pod")
+            .withName(pod.getMetadata().getName())
+            .withNamespace(pod.getMetadata().getNamespace())
+            .withUid(pod.getMetadata().getUid())
+            .build();
+    write(pod.getMetadata().getNamespace(), pod.getMetadata().getName(), involved, type, reason, message);
+  }
+
+  private void write(String namespace, String name, ObjectReference involved, String type, String reason, String message) {
     String now = clock.instant().truncatedTo(ChronoUnit.SECONDS).toString();
     String text = message.length() > MAX_MESSAGE ? message.substring(0, MAX_MESSAGE - 3) + "..." : message;
     Event event =
         new EventBuilder()
             .withNewMetadata()
-            .withName(pod.getMetadata().getName() + "." + Long.toHexString(Instant.now().toEpochMilli()) + sequence.incrementAndGet())
+            .withName(name + "." + Long.toHexString(Instant.now().toEpochMilli()) + sequence.incrementAndGet())
             .withNamespace(namespace)
             .endMetadata()
-            .withNewInvolvedObject()
-            .withApiVersion("v1")
-            .withKind("Pod")
-            .withName(pod.getMetadata().getName())
-            .withNamespace(namespace)
-            .withUid(pod.getMetadata().getUid())
-            .endInvolvedObject()
+            .withInvolvedObject(involved)
             .withType(type)
             .withReason(reason)
             .withMessage(text)
@@ -92,7 +108,7 @@ public final class EventRecorder {
         try {
           writes.create(namespace, "events", event);
         } catch (KubernetesClientException e) {
-          LOG.debug("could not record {} event on {}/{}: {}", reason, namespace, pod.getMetadata().getName(), e.getMessage());
+          LOG.debug("could not record {} event on {}/{}: {}", reason, namespace, name, e.getMessage());
         }
       });
     } catch (RejectedExecutionException e) {

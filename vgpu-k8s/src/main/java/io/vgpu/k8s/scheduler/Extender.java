@@ -16,15 +16,21 @@ import io.vgpu.core.CompiledRequest;
 import io.vgpu.core.Engine;
 import io.vgpu.core.Explanation;
 import io.vgpu.core.FilterResult;
+import io.vgpu.core.GangHolds;
+import io.vgpu.core.GangResult;
 import io.vgpu.core.NodeDevices;
 import io.vgpu.core.NodeRejection;
 import io.vgpu.core.Placement;
 import io.vgpu.core.ReserveResult;
+import io.vgpu.core.Waiting;
 import io.vgpu.k8s.codec.DeviceListCodec;
 import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.codec.NodeRegisterCodec;
 import io.vgpu.k8s.codec.ReasonCodec;
 import io.vgpu.k8s.grant.GrantSignature;
+import io.vgpu.k8s.kai.KaiGpuRequest;
+import io.vgpu.k8s.kai.KaiKeys;
+import io.vgpu.k8s.pod.NodeSelection;
 import io.vgpu.k8s.pod.PodJson;
 import io.vgpu.k8s.pod.PodRefs;
 import io.vgpu.k8s.pod.PodRequestException;
@@ -38,6 +44,7 @@ import java.math.RoundingMode;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -103,6 +110,13 @@ public final class Extender {
   private final Executor binds;
   private final boolean placeCpuOnlyPods;
   private final @Nullable GrantSignature signer;
+  /** KAI's dialect ({@code --kai-dialect}); null when off. */
+  private final @Nullable DialectPods dialect;
+  private final Duration gangHoldTimeout;
+  /** Gangs reserved whole whose members are not all bound yet. */
+  private final GangHolds gangHolds = new GangHolds();
+  /** One gang decided at a time: a gang's members are counted and reserved together. */
+  private final Object gangLock = new Object();
   private final NodeLockWaiters lockWaiters = new NodeLockWaiters();
   /** The candidate list of the last filter call, resolved. */
   private volatile @Nullable CandidateNodes lastCandidates;
@@ -118,6 +132,8 @@ public final class Extender {
    *     passing through
    * @param signer signs each grant the filter writes ({@link GrantSignature#ANNOTATION}); null writes
    *     none
+   * @param dialect KAI's pod dialect, when this scheduler places it ({@code --kai-dialect}); null when not
+   * @param gangHoldTimeout how long a gang's reservation waits for its members' binds
    */
   public Extender(
       KubernetesClient client,
@@ -134,7 +150,9 @@ public final class Extender {
       Duration lockRetryTimeout,
       Executor binds,
       boolean placeCpuOnlyPods,
-      @Nullable GrantSignature signer) {
+      @Nullable GrantSignature signer,
+      @Nullable DialectPods dialect,
+      Duration gangHoldTimeout) {
     this.client = client;
     this.writes = new ApiWrites(client);
     this.engine = engine;
@@ -151,7 +169,11 @@ public final class Extender {
     this.binds = binds;
     this.placeCpuOnlyPods = placeCpuOnlyPods;
     this.signer = signer;
+    this.dialect = dialect;
+    this.gangHoldTimeout = gangHoldTimeout;
     ledger.onNodeLockReleased(lockWaiters::released);
+    // A member that leaves (deleted) is no longer the hold's to release.
+    ledger.onPodDeleted((ref, uid) -> gangHolds.bound(ref));
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -171,8 +193,12 @@ public final class Extender {
       return ExtenderFilterResult.error("extender args missing pod");
     }
     PodRequest request;
+    boolean kai = dialect != null && dialect.speaks(pod);
     try {
       request = requests.parse(pod);
+      if (kai) {
+        request = dialect.request(request, pod);
+      }
     } catch (PodRequestException e) {
       return ExtenderFilterResult.error(e.getMessage());
     }
@@ -187,7 +213,8 @@ public final class Extender {
       return ExtenderFilterResult.error(e.getMessage());
     }
     if (args.nodes() != null) {
-      return dryRun(args.nodes(), request);
+      // Where the pod's cards would fit: its queue's limit and its gang are the real filter's to judge.
+      return dryRun(args.nodes(), request.withQueue(null));
     }
     if (!awaitSync()) {
       return ExtenderFilterResult.error("scheduler state is not synced yet");
@@ -207,12 +234,25 @@ public final class Extender {
     if (signer != null && uid.isEmpty()) {
       return ExtenderFilterResult.error("pod " + ref + " has no metadata.uid: its grant cannot be signed");
     }
+    if (kai) {
+      Optional<DialectPods.Gang> gang = dialect.gangOf(pod);
+      if (gang.isPresent()) {
+        Optional<ExtenderFilterResult> answer = filterGangMember(pod, ref, uid, compiled, resolved, gang.get());
+        if (answer.isPresent()) {
+          return answer.get();
+        }
+        // The gang holds its minimum already: this member is placed as a group of one.
+      }
+    }
     // A pod filtered again (a failed or retried bind) gives back what it held first, as in HAMi; so does
     // the name's previous pod, which kube-scheduler could not be asking about were it not gone.
     ledger.filtering(ref, uid.isEmpty() ? null : uid);
     engine.release(ref);
     for (int attempt = 0; attempt < RESERVE_ATTEMPTS; attempt++) {
       FilterResult result = engine.filterResolved(compiled, resolved, true);
+      if (result.waiting().isPresent()) {
+        return waiting(pod, ref, uid, candidates, result.waiting().get());
+      }
       Map<String, String> failed = failedNodes(result.rejections());
       if (result.placement().isEmpty()) {
         reportUnschedulable(pod, ref, compiled, candidates, result.rejections());
@@ -228,7 +268,7 @@ public final class Extender {
         return ExtenderFilterResult.error(reserved.message());
       }
       try {
-        annotate(placement.grant(), uid);
+        annotate(placement.grant(), uid, kai);
       } catch (KubernetesClientException e) {
         engine.release(ref);
         events.warning(pod, "FilteringFailed", "writing the scheduling decision failed: " + e.getMessage());
@@ -239,6 +279,203 @@ public final class Extender {
       return new ExtenderFilterResult(null, List.of(placement.node()), failed.isEmpty() ? null : failed, null, "");
     }
     return ExtenderFilterResult.error("pod " + ref + ": every fitting node was taken by concurrent reservations; retry");
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // KAI's dialect: pods that wait whatever the cards, and gangs
+
+  /**
+   * The answer for a pod that waits whatever the cards ({@link Waiting}): every candidate fails with one
+   * line, {@code <Reason>: <message>}. When the reason is new for the pod it is written on the pod
+   * ({@value KaiKeys#WAITING_ANNOTATION}) with a Warning Event whose reason is the word; a pod asked about
+   * again for the same reason costs no write.
+   */
+  private ExtenderFilterResult waiting(Pod pod, PodRef ref, String uid, List<String> candidates, Waiting why) {
+    String line = why.reason().word() + ": " + why.message();
+    Map<String, String> failed = new LinkedHashMap<>();
+    candidates.forEach(node -> failed.put(node, line));
+    if (!line.equals(PodRefs.annotations(pod).get(KaiKeys.WAITING_ANNOTATION))) {
+      ObjectNode patch = PodJson.mapper().createObjectNode();
+      patch.putObject("metadata").putObject("annotations").put(KaiKeys.WAITING_ANNOTATION, line);
+      try {
+        writes.patchPod(ref.namespace(), ref.name(), patch.toString());
+      } catch (KubernetesClientException e) {
+        LOG.debug("pod {}: could not write why it waits: {}", ref, e.getMessage());
+      }
+      events.warning(pod, why.reason().word(), why.message());
+    }
+    metrics.unschedulable(ref, uid.isEmpty() ? null : uid, why.reason().word());
+    return new ExtenderFilterResult(null, null, failed, null, "");
+  }
+
+  /**
+   * Filters a member of a gang (a PodGroup with {@code minMember} above 1). A member the gang's
+   * reservation already holds a grant for is answered with that grant's node. Otherwise, until the gang
+   * has its minimum of members (pending and running, not ended, not being deleted) every member waits
+   * ({@code GangIncomplete}); once it has, the members without a grant are reserved all at once ({@link
+   * Engine#reserveGang}, on the candidate nodes that every one of them allows), each one's decision is
+   * written on it as a single pod's would be (so that its bind, and a restarted scheduler, find it, and
+   * kube-scheduler tries it again), and the gang is held until its members are bound or {@code
+   * --gang-hold-timeout} passes. Empty when the gang already holds its minimum: the member is placed
+   * alone.
+   */
+  private Optional<ExtenderFilterResult> filterGangMember(Pod pod, PodRef ref, String uid, CompiledRequest compiled, CandidateNodes candidates, DialectPods.Gang gang) {
+    String gangName = gang.group().toString();
+    synchronized (gangLock) {
+      Optional<PodGrant> held = engine.grant(ref);
+      if (held.isPresent() && gangHolds.gangOf(ref).isPresent()) {
+        String node = held.get().node();
+        if (!candidates.names().contains(node)) {
+          return Optional.of(waiting(pod, ref, uid, candidates.names(),
+              new Waiting(Waiting.Reason.GANG_INCOMPLETE, "gang " + gangName + " holds node " + node + " for this pod, which kube-scheduler did not offer")));
+        }
+        metrics.schedulable(ref);
+        return Optional.of(new ExtenderFilterResult(null, List.of(node), null, null, ""));
+      }
+      if (gang.problem().isPresent()) {
+        return Optional.of(waiting(pod, ref, uid, candidates.names(), new Waiting(Waiting.Reason.GANG_INCOMPLETE, gang.problem().get())));
+      }
+      List<Pod> members = new ArrayList<>();
+      boolean self = false;
+      for (Pod p : ledger.pods()) {
+        if (DialectPods.member(p, gang.group()) && live(p)) {
+          members.add(p);
+          self |= PodRefs.of(p).equals(ref);
+        }
+      }
+      int count = members.size() + (self ? 0 : 1);
+      if (count < gang.minMember()) {
+        return Optional.of(waiting(pod, ref, uid, candidates.names(),
+            new Waiting(Waiting.Reason.GANG_INCOMPLETE, "gang " + gangName + " has " + count + " of its " + gang.minMember() + " members")));
+      }
+      // This pod holds nothing from here on (a retried bind's reservation is given back, as for one pod).
+      ledger.filtering(ref, uid.isEmpty() ? null : uid);
+      engine.release(ref);
+      int holding = 0;
+      List<Pod> others = new ArrayList<>();
+      for (Pod member : members) {
+        PodRef m = PodRefs.of(member);
+        if (m.equals(ref)) {
+          continue;
+        }
+        if (engine.grant(m).isPresent()) {
+          holding++;
+        } else {
+          others.add(member);
+        }
+      }
+      int needed = gang.minMember() - holding;
+      if (needed <= 0) {
+        return Optional.empty();
+      }
+      // This pod first, then the others as they came: the order the gang's members are tried in.
+      others.sort(Comparator.comparing((Pod p) -> Optional.ofNullable(p.getMetadata().getCreationTimestamp()).orElse("")).thenComparing(p -> PodRefs.of(p).toString()));
+      List<CompiledRequest> toPlace = new ArrayList<>(List.of(compiled));
+      Map<PodRef, String> uids = new LinkedHashMap<>();
+      uids.put(ref, uid);
+      List<Pod> fullMembers = new ArrayList<>(List.of(pod));
+      for (Pod member : others) {
+        PodRef m = PodRefs.of(member);
+        // The cache keeps lean pods; a member's constraints and node selection are in its whole object.
+        Pod full = client.pods().inNamespace(m.namespace()).withName(m.name()).get();
+        if (full == null || !live(full)) {
+          continue;
+        }
+        try {
+          toPlace.add(engine.compile(dialect.request(requests.parse(full), full)));
+        } catch (PodRequestException | IllegalArgumentException e) {
+          LOG.info("gang {}: member {} cannot be placed: {}", gangName, m, e.getMessage());
+          continue;
+        }
+        uids.put(m, Optional.ofNullable(full.getMetadata().getUid()).orElse(""));
+        fullMembers.add(full);
+      }
+      List<String> nodes = new ArrayList<>();
+      for (String node : candidates.names()) {
+        Map<String, String> labels = ledger.node(node).map(n -> n.getMetadata().getLabels()).orElse(null);
+        if (fullMembers.stream().allMatch(m -> NodeSelection.allows(m, node, labels == null ? Map.of() : labels))) {
+          nodes.add(node);
+        }
+      }
+      uids.forEach((m, u) -> ledger.filtering(m, u.isEmpty() ? null : u));
+      GangResult result = engine.reserveGang(toPlace, needed, nodes);
+      if (!result.reserved()) {
+        return Optional.of(waiting(pod, ref, uid, candidates.names(), result.waitingReason().orElseThrow()));
+      }
+      List<PodRef> placed = new ArrayList<>();
+      try {
+        for (Placement p : result.placed()) {
+          annotate(p.grant(), uids.getOrDefault(p.grant().pod(), ""), true);
+          placed.add(p.grant().pod());
+        }
+      } catch (KubernetesClientException e) {
+        result.placed().forEach(p -> engine.release(p.grant().pod()));
+        events.warning(pod, "FilteringFailed", "writing gang " + gangName + "'s decisions failed: " + e.getMessage());
+        return Optional.of(ExtenderFilterResult.error("gang " + gangName + ": writing the scheduling decisions failed: " + e.getMessage()));
+      }
+      gangHolds.hold(gangName, placed, System.nanoTime() + gangHoldTimeout.toNanos());
+      LOG.info("gang {}: {} members reserved together ({} needed)", gangName, placed.size(), needed);
+      Optional<Placement> mine = result.placed().stream().filter(p -> p.grant().pod().equals(ref)).findFirst();
+      if (mine.isEmpty()) {
+        // The gang holds its minimum without this member, which fits nowhere now.
+        String why = result.refused().getOrDefault(ref, "fits on no node");
+        Map<String, String> failed = new LinkedHashMap<>();
+        candidates.names().forEach(node -> failed.put(node, why));
+        events.warning(pod, "FilteringFailed", "gang " + gangName + " is reserved without this member: " + why);
+        return Optional.of(new ExtenderFilterResult(null, null, failed, null, ""));
+      }
+      metrics.schedulable(ref);
+      events.normal(pod, "FilteringSucceed", "gang " + gangName + " reserved together: " + placed.size() + " members; this one on " + mine.get().node());
+      return Optional.of(new ExtenderFilterResult(null, List.of(mine.get().node()), null, null, ""));
+    }
+  }
+
+  /** Not ended and not being deleted: a pod that counts as a member of its gang. */
+  private static boolean live(Pod pod) {
+    String phase = pod.getStatus() == null ? null : pod.getStatus().getPhase();
+    return pod.getMetadata().getDeletionTimestamp() == null && !"Succeeded".equals(phase) && !"Failed".equals(phase);
+  }
+
+  /**
+   * Gives back the reservations of gang members still not bound when their gang's hold has run out, so
+   * that a gang whose members never all come back holds no card for ever. Returns how many.
+   */
+  public int expireGangHolds() {
+    int released = 0;
+    for (PodRef member : gangHolds.expire(System.nanoTime())) {
+      if (ledger.giveBack(member, "its gang's reservation waited " + gangHoldTimeout.toSeconds() + " s for its members' binds")) {
+        released++;
+      }
+    }
+    return released;
+  }
+
+  /**
+   * The GPU group labels KAI's binder writes on a pod that shares cards, for a pod of the dialect that
+   * does: {@value KaiKeys#GPU_GROUP} = its card's UUID (vgpu's group is the card), or one {@code
+   * runai-gpu-group/<uuid>} label per card of a fraction of several. Empty for any other pod.
+   */
+  private Map<String, String> groupLabels(Pod pod) {
+    if (dialect == null || !dialect.speaks(pod) || !KaiGpuRequest.of(pod).shared()) {
+      return Map.of();
+    }
+    String allocated = PodRefs.annotations(pod).get(HamiAnnotations.DEVICES_ALLOCATED);
+    if (allocated == null || LeanStore.dropped(allocated)) {
+      return Map.of();
+    }
+    Set<String> cards = new java.util.LinkedHashSet<>();
+    try {
+      DeviceListCodec.decode(allocated).forEach(container -> container.forEach(d -> cards.add(d.uuid())));
+    } catch (IllegalArgumentException e) {
+      return Map.of();
+    }
+    Map<String, String> labels = new LinkedHashMap<>();
+    if (cards.size() == 1) {
+      labels.put(KaiKeys.GPU_GROUP, cards.iterator().next());
+    } else {
+      cards.forEach(card -> labels.put(KaiKeys.MULTI_GPU_GROUP_PREFIX + card, card));
+    }
+    return labels;
   }
 
   /**
@@ -299,16 +536,32 @@ public final class Extender {
 
   /** The merge patch that writes the decision: the annotations and the node label, in one write. */
   static String decisionPatch(PodGrant grant, String assignedTime, @Nullable GrantSignature signature, String podUid) {
+    return decisionPatch(grant, assignedTime, signature, podUid, false);
+  }
+
+  /**
+   * As {@link #decisionPatch(PodGrant, String, GrantSignature, String)}; with {@code placedAfterWaiting}
+   * it also removes the pod's {@value KaiKeys#WAITING_ANNOTATION}: a pod placed no longer waits.
+   */
+  static String decisionPatch(PodGrant grant, String assignedTime, @Nullable GrantSignature signature, String podUid, boolean placedAfterWaiting) {
     ObjectNode patch = PodJson.mapper().createObjectNode();
     ObjectNode metadata = patch.putObject("metadata");
     ObjectNode annotations = metadata.putObject("annotations");
     annotations(grant, assignedTime, signature, podUid).forEach(annotations::put);
+    if (placedAfterWaiting) {
+      annotations.putNull(KaiKeys.WAITING_ANNOTATION);
+    }
     metadata.putObject("labels").put(HamiAnnotations.ASSIGNED_NODE, grant.node());
     return patch.toString();
   }
 
   private void annotate(PodGrant grant, String podUid) {
-    writes.patchPod(grant.pod().namespace(), grant.pod().name(), decisionPatch(grant, Long.toString(clock.instant().getEpochSecond()), signer, podUid));
+    annotate(grant, podUid, false);
+  }
+
+  /** Writes the decision; {@code waited}: the pod carries {@value KaiKeys#WAITING_ANNOTATION}, which goes. */
+  private void annotate(PodGrant grant, String podUid, boolean waited) {
+    writes.patchPod(grant.pod().namespace(), grant.pod().name(), decisionPatch(grant, Long.toString(clock.instant().getEpochSecond()), signer, podUid, waited));
   }
 
   private static Map<String, String> failedNodes(List<NodeRejection> rejections) {
@@ -578,12 +831,17 @@ public final class Extender {
     if (signer != null && !signedAsAnnotated(ref, uid, nodeName, allocated)) {
       return "pod " + ref + ": its reservation was given back, and its grant is not the one this scheduler signed";
     }
-    ReserveResult again = ledger.reserveForBind(ref, uid, annotated);
+    ReserveResult again = ledger.reserveForBind(ref, uid, annotated, queueOf(pod));
     if (!again.reserved()) {
       return "pod " + ref + ": its reservation on node " + nodeName + " was given back and no longer fits: " + again.message();
     }
     LOG.info("pod {}: its reservation on node {} was given back before the bind; reserved again", ref, nodeName);
     return null;
+  }
+
+  /** The queue a pod's grant is charged to: its KAI queue for a pod of the dialect, else none. */
+  @Nullable String queueOf(Pod pod) {
+    return dialect != null && dialect.speaks(pod) ? dialect.queueOf(pod) : null;
   }
 
   /** Whether the pod as the API server has it now carries this grant with the scheduler's signature. */
@@ -693,9 +951,15 @@ public final class Extender {
     try {
       if (usesDevices) {
         ObjectNode patch = PodJson.mapper().createObjectNode();
-        ObjectNode annotations = patch.putObject("metadata").putObject("annotations");
+        ObjectNode metadata = patch.putObject("metadata");
+        ObjectNode annotations = metadata.putObject("annotations");
         annotations.put(HamiAnnotations.BIND_PHASE, "allocating");
         annotations.put(HamiAnnotations.BIND_TIME, Long.toString(clock.instant().getEpochSecond()));
+        Map<String, String> groups = groupLabels(pod);
+        if (!groups.isEmpty()) {
+          ObjectNode labels = metadata.putObject("labels");
+          groups.forEach(labels::put);
+        }
         writes.patchPod(ref.namespace(), ref.name(), patch.toString());
       }
       Binding binding =
@@ -711,6 +975,7 @@ public final class Extender {
       events.warning(pod, "BindingFailed", e.getMessage());
       return new ExtenderBindingResult(e.getMessage());
     }
+    gangHolds.bound(ref);
     events.normal(pod, "BindingSucceed", "bound to " + nodeName);
     return ExtenderBindingResult.OK;
   }

@@ -18,6 +18,7 @@ import io.fabric8.kubernetes.client.informers.cache.Cache;
 import io.fabric8.kubernetes.client.informers.cache.ItemStore;
 import io.vgpu.api.ResourceSchema;
 import io.vgpu.k8s.codec.HamiAnnotations;
+import io.vgpu.k8s.kai.KaiKeys;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
@@ -40,7 +41,8 @@ import org.slf4j.LoggerFactory;
  * object as it arrived; what the store keeps, and so what {@code getByKey} and {@code list} return, is
  * the lean copy.
  *
- * <p>Pods keep only the annotations the scheduler reads ({@link #KEPT_POD_ANNOTATIONS}), each up to
+ * <p>Pods keep only the annotations and labels the scheduler reads ({@link #KEPT_POD_ANNOTATIONS}, {@link
+ * #KEPT_POD_LABELS}: a label over its bound is not kept), each up to
  * a length no value the scheduler wrote reaches: a pod's annotations are its owner's to write, up to
  * 256 KiB a pod. A longer value is replaced by {@link #DROPPED} with one WARN, and readers treat it as
  * unreadable. Nodes keep all their annotations and labels (node agents and administrators write them,
@@ -63,7 +65,21 @@ final class LeanStore<T extends HasMetadata> implements ItemStore<T> {
    * node name (a DNS subdomain), unix seconds, a device list.
    */
   static final Map<String, Integer> KEPT_POD_ANNOTATIONS =
-      Map.of(HamiAnnotations.ASSIGNED_NODE, 253, HamiAnnotations.ASSIGNED_TIME, 20, HamiAnnotations.DEVICES_ALLOCATED, MAX_DEVICE_LIST);
+      Map.of(
+          HamiAnnotations.ASSIGNED_NODE, 253,
+          HamiAnnotations.ASSIGNED_TIME, 20,
+          HamiAnnotations.DEVICES_ALLOCATED, MAX_DEVICE_LIST,
+          // KAI's dialect: the gang (an object name), the portion (a decimal, MiB, a count, a container
+          // name) and why the pod waits (one line the scheduler wrote)
+          KaiKeys.POD_GROUP_NAME, 253,
+          KaiKeys.GPU_FRACTION, 64,
+          KaiKeys.GPU_MEMORY, 32,
+          KaiKeys.GPU_FRACTION_NUM_DEVICES, 16,
+          KaiKeys.GPU_FRACTION_CONTAINER_NAME, 253,
+          KaiKeys.WAITING_ANNOTATION, 2048);
+
+  /** The pod labels the scheduler reads from its cache, with the longest value kept (a label value is at most 63). */
+  static final Map<String, Integer> KEPT_POD_LABELS = Map.of(KaiKeys.QUEUE_LABEL, 63);
 
   private final Map<String, T> items = new ConcurrentHashMap<>();
   private final BiFunction<String, T, T> lean;
@@ -205,7 +221,9 @@ final class LeanStore<T extends HasMetadata> implements ItemStore<T> {
       meta.setFinalizers(null);
       meta.setManagedFields(null);
       meta.setOwnerReferences(null);
-      meta.setLabels(null);
+      if (meta.getLabels() != null && meta.getLabels().isEmpty()) {
+        meta.setLabels(null);
+      }
       if (meta.getAnnotations() != null && meta.getAnnotations().isEmpty()) {
         meta.setAnnotations(null);
       }
@@ -292,6 +310,7 @@ final class LeanStore<T extends HasMetadata> implements ItemStore<T> {
     out.setUid(meta.getUid());
     out.setResourceVersion(meta.getResourceVersion());
     out.setDeletionTimestamp(meta.getDeletionTimestamp());
+    out.setCreationTimestamp(meta.getCreationTimestamp());
     Map<String, String> annotations = meta.getAnnotations();
     if (annotations != null && !annotations.isEmpty()) {
       Map<String, String> kept = new LinkedHashMap<>();
@@ -312,6 +331,17 @@ final class LeanStore<T extends HasMetadata> implements ItemStore<T> {
     }
     if (oversize == null && meta.getLabels() != null) {
       out.setLabels(new LinkedHashMap<>(meta.getLabels()));
+    } else if (meta.getLabels() != null && !meta.getLabels().isEmpty()) {
+      Map<String, String> kept = new LinkedHashMap<>();
+      KEPT_POD_LABELS.forEach((key, max) -> {
+        String value = meta.getLabels().get(key);
+        if (value != null && value.length() <= max) {
+          kept.put(key, value);
+        }
+      });
+      if (!kept.isEmpty()) {
+        out.setLabels(kept);
+      }
     }
     return out;
   }

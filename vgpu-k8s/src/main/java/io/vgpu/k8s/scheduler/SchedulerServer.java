@@ -38,6 +38,7 @@ import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import java.util.function.Predicate;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import tools.jackson.core.JacksonException;
@@ -66,6 +67,8 @@ public final class SchedulerServer implements AutoCloseable {
       PodJson.mapper().rebuild().disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES).build();
   private static final Duration REGISTER_INTERVAL = Duration.ofSeconds(15);
   private static final Duration SWEEP_INTERVAL = Duration.ofSeconds(30);
+  /** How often gang holds past their deadline are given back (a deadline is seconds to minutes away). */
+  private static final Duration GANG_EXPIRY_INTERVAL = Duration.ofSeconds(1);
   /** Threads that finish binds once their node's lock is theirs (a bind waiting for one holds none). */
   private static final int BIND_THREADS = 2;
 
@@ -81,6 +84,8 @@ public final class SchedulerServer implements AutoCloseable {
   private final ScheduledExecutorService background;
   private final ExecutorService binds;
   private final EventRecorder events;
+  private final @Nullable KaiObjects kai;
+  private final @Nullable ExecutorService waking;
 
   private SchedulerServer(Builder b) {
     this.client = b.client;
@@ -95,6 +100,8 @@ public final class SchedulerServer implements AutoCloseable {
     this.background = b.background;
     this.binds = b.binds;
     this.events = b.events;
+    this.kai = b.kai;
+    this.waking = b.waking;
   }
 
   private static final class Builder {
@@ -110,6 +117,9 @@ public final class SchedulerServer implements AutoCloseable {
     ScheduledExecutorService background;
     ExecutorService binds;
     EventRecorder events;
+    @Nullable KaiObjects kai;
+    @Nullable DialectPods dialect;
+    @Nullable ExecutorService waking;
   }
 
   /**
@@ -142,7 +152,13 @@ public final class SchedulerServer implements AutoCloseable {
     b.health = new NodeHealth(effective.schema().countResource(), clock, Duration.ofSeconds(60));
     b.events = new EventRecorder(client, "vgpu-scheduler", clock);
     EventRecorder events = b.events;
-    b.ledger = new ClusterLedger(client, b.engine, labelFilter(options.nodeLabelSelector()), b.health, events, clock, options.staleReservationTimeout());
+    if (options.kaiDialect().isPresent()) {
+      b.kai = new KaiObjects(client, b.engine, events);
+      b.dialect = new DialectPods(options.kaiDialect().get(), b.kai, effective.schema().countResource(), effective.schema().coresResource());
+    }
+    DialectPods dialectPods = b.dialect;
+    b.ledger = new ClusterLedger(client, b.engine, labelFilter(options.nodeLabelSelector()), b.health, events, clock, options.staleReservationTimeout(),
+        pod -> dialectPods != null && dialectPods.speaks(pod) ? dialectPods.queueOf(pod) : null);
     ClusterLedger ledger = b.ledger;
     ledger.onPodDeleted(metrics::deleted);
     b.binds = Executors.newFixedThreadPool(BIND_THREADS, daemon("vgpu-bind"));
@@ -165,7 +181,9 @@ public final class SchedulerServer implements AutoCloseable {
             options.nodeLockRetryTimeout(),
             b.binds,
             options.placeCpuOnlyPods(),
-            signer);
+            signer,
+            b.dialect,
+            options.gangHoldTimeout());
     String schedulerName = options.schedulerName().isEmpty() ? AdmissionMutator.DEFAULT_SCHEDULER_NAME : options.schedulerName();
     AdmissionMutator mutator = new AdmissionMutator(effective, schedulerName, options.overwriteDefaultScheduler(), options.placeCpuOnlyPods());
     Engine engine = b.engine;
@@ -178,6 +196,21 @@ public final class SchedulerServer implements AutoCloseable {
     }
     AdmissionWebhook webhook = new AdmissionWebhook(decision, events);
 
+    if (b.kai != null) {
+      // Queues first: the ledger charges the grants it restores to them, and PodGroups name their queue.
+      try {
+        b.kai.start(options.syncTimeout());
+      } catch (RuntimeException e) {
+        b.kai.close();
+        b.binds.shutdownNow();
+        b.events.close();
+        b.leadership.close();
+        throw e;
+      }
+      b.waking = Executors.newSingleThreadExecutor(daemon("vgpu-kai-wake"));
+      WaitingPods waiting = new WaitingPods(client, b.ledger, b.waking);
+      b.kai.onChange(waiting::wake);
+    }
     metrics.rebuilt(b.ledger.start(options.syncTimeout()).toNanos());
     // A new leader takes over the reservations its predecessor made and kube-scheduler has yet to bind.
     b.leadership.onStartedLeading(b.ledger::adoptReservations);
@@ -236,6 +269,9 @@ public final class SchedulerServer implements AutoCloseable {
     self[0] = server;
     b.background.scheduleWithFixedDelay(server::registerPass, 0, REGISTER_INTERVAL.toMillis(), TimeUnit.MILLISECONDS);
     b.background.scheduleWithFixedDelay(server::sweepStaleReservations, SWEEP_INTERVAL.toMillis(), SWEEP_INTERVAL.toMillis(), TimeUnit.MILLISECONDS);
+    if (b.kai != null) {
+      b.background.scheduleWithFixedDelay(server::expireGangHolds, GANG_EXPIRY_INTERVAL.toMillis(), GANG_EXPIRY_INTERVAL.toMillis(), TimeUnit.MILLISECONDS);
+    }
     LOG.info("vgpu scheduler listening on {} (webhook), {} (extender) and {} (metrics, /healthz, /readyz)", options.httpBind(), extenderAddress, options.metricsBind());
     return server;
   }
@@ -359,9 +395,26 @@ public final class SchedulerServer implements AutoCloseable {
     }
   }
 
+  /** The leader gives back the reservations of gang members not bound within the gang's hold. */
+  void expireGangHolds() {
+    if (leadership.isLeader()) {
+      try {
+        extender.expireGangHolds();
+      } catch (RuntimeException e) {
+        LOG.warn("expiring gang holds failed: {}", HttpService.oneLine(String.valueOf(e)));
+      }
+    }
+  }
+
   @Override
   public void close() {
     background.shutdownNow();
+    if (waking != null) {
+      waking.shutdownNow();
+    }
+    if (kai != null) {
+      kai.close();
+    }
     http.close();
     binds.shutdownNow();
     if (extenderHttp != http) {
