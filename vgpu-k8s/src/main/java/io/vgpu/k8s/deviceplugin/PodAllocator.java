@@ -16,6 +16,7 @@ import io.vgpu.api.spi.ContainerContract;
 import io.vgpu.k8s.codec.DeviceListCodec;
 import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.codec.NodeLockCodec;
+import io.vgpu.k8s.codec.NodeRegisterCodec;
 import io.vgpu.k8s.deviceplugin.v1beta1.AllocateRequest;
 import io.vgpu.k8s.deviceplugin.v1beta1.AllocateResponse;
 import io.vgpu.k8s.deviceplugin.v1beta1.ContainerAllocateRequest;
@@ -27,6 +28,8 @@ import io.vgpu.k8s.deviceplugin.v1beta1.Mount;
 import io.vgpu.k8s.deviceplugin.v1beta1.PreferredAllocationRequest;
 import io.vgpu.k8s.deviceplugin.v1beta1.PreferredAllocationResponse;
 import io.vgpu.k8s.grant.PodGrants;
+import io.vgpu.k8s.kai.KaiGpuRequest;
+import io.vgpu.k8s.kai.KaiPortionEnv;
 import io.vgpu.k8s.pod.PodJson;
 import io.vgpu.k8s.pod.PodRefs;
 import io.vgpu.k8s.scheduler.NodeLock;
@@ -66,7 +69,10 @@ import tools.jackson.databind.node.ObjectNode;
  *       #GRANT_REFUSED}); its own Allocate is always refused.
  * </ul>
  *
- * When every container is served the pod's {@code bind-phase} becomes {@code success} and the node
+ * A fraction container of a pod of KAI's dialect that vgpu schedules also gets KAI's {@code GPU_PORTION}
+ * and {@code RUNAI_NUM_OF_GPUS}, the portion of its grant ({@link KaiPortionEnv}).
+ *
+ * <p>When every container is served the pod's {@code bind-phase} becomes {@code success} and the node
  * lock is released; when preparing the pod's own containers fails it becomes {@code failed} and the
  * lock is released too. A refusal is an {@link AllocationException} (kubelet rejects the pod; the
  * service logs its one line) plus the Event; it never writes another pod's annotations or lock.
@@ -248,11 +254,22 @@ public final class PodAllocator implements DevicePluginService.Allocator {
       List<Container> containers = PodRefs.containers(starting.pod());
       AllocateResponse.Builder out = AllocateResponse.newBuilder();
       List<Boolean> unserved = new ArrayList<>(starting.unserved());
+      Map<String, Integer> cards = null;
       for (int index : plan) {
         Container manifest = index < containers.size() ? containers.get(index) : null;
         String name = manifest == null ? "container-" + index : manifest.getName();
         ContainerContract.Allocation allocation =
             preparer.prepare(ref, uid(starting.pod()), new ContainerGrant(name, starting.granted().get(index)), env(manifest));
+        if (KaiGpuRequest.of(starting.pod()).shared()) {
+          // A fraction of KAI's dialect: KAI's portion env too, from the signed grant and the node's registration.
+          cards = cards != null ? cards : registeredMemory();
+          Map<String, String> kai = KaiPortionEnv.of(starting.pod(), name, starting.granted().get(index), cards);
+          if (!kai.isEmpty()) {
+            Map<String, String> env = new LinkedHashMap<>(allocation.env());
+            env.putAll(kai);
+            allocation = new ContainerContract.Allocation(env, allocation.mounts(), allocation.devices(), allocation.hostFiles());
+          }
+        }
         out.addContainerResponses(response(allocation));
         unserved.set(index, false);
       }
@@ -418,6 +435,21 @@ public final class PodAllocator implements DevicePluginService.Allocator {
     }
     told.removeIf(key -> !live.contains(key.substring(0, key.lastIndexOf(' '))));
     return new Snapshot(starting, refusedHolder, strangers);
+  }
+
+  /** Each card's memory as this node registers it (its own registration), by UUID; empty when unreadable. */
+  private Map<String, Integer> registeredMemory() {
+    Node node = client.nodes().withName(nodeName).get();
+    String register = node == null || node.getMetadata().getAnnotations() == null ? null : node.getMetadata().getAnnotations().get(HamiAnnotations.NODE_REGISTER);
+    Map<String, Integer> out = new LinkedHashMap<>();
+    if (register != null) {
+      try {
+        NodeRegisterCodec.decode(register).forEach(d -> out.put(d.uuid(), d.memoryMiB()));
+      } catch (IllegalArgumentException e) {
+        LOG.debug("node {}: unreadable {}: {}", nodeName, HamiAnnotations.NODE_REGISTER, e.getMessage());
+      }
+    }
+    return out;
   }
 
   /** The pod bound here that holds the node's lock; null when none does (a holder bound elsewhere is not being started here). */
