@@ -161,6 +161,9 @@ public final class SchedulerServer implements AutoCloseable {
         pod -> dialectPods != null && dialectPods.speaks(pod) ? dialectPods.queueOf(pod) : null);
     ClusterLedger ledger = b.ledger;
     ledger.onPodDeleted(metrics::deleted);
+    if (dialectPods != null) {
+      registry.register(new QueueMetrics(b.engine, ledger::pods, ledger::nodes, dialectPods::speaks, dialectPods::queueOf));
+    }
     b.binds = Executors.newFixedThreadPool(BIND_THREADS, daemon("vgpu-bind"));
     b.leadership = options.leaderElect()
         ? new LeaseLeadership(client, options.leaseNamespace(), options.leaseName(), options.identity(), clock)
