@@ -76,8 +76,12 @@ public final class SimulationJson {
     return root;
   }
 
-  /** One entry of {@code queues}: per resource deserved, requested, allocated, fairShare, maxAllowed (null: none). */
-  private static ObjectNode queue(SimulationResult.QueueOutcome q) {
+  /**
+   * One entry of {@code queues} (SCENARIO.md): name, parent (null: none) and per resource deserved,
+   * requested, allocated, fairShare and maxAllowed (null: unlimited), as JSON numbers rounded to 2
+   * decimals. The lab's reports write the same shape.
+   */
+  public static ObjectNode queue(SimulationResult.QueueOutcome q) {
     ObjectNode out = NODES.objectNode();
     out.put("name", q.name());
     if (q.parent().isPresent()) {
