@@ -17,7 +17,6 @@ import io.vgpu.k8s.pod.PodRefs;
 import io.vgpu.k8s.simulate.SimulationJson;
 import io.vgpu.k8s.simulate.SimulationResult;
 import java.math.BigDecimal;
-import java.math.RoundingMode;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.EnumMap;
