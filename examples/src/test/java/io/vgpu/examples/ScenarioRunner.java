@@ -38,7 +38,7 @@ final class ScenarioRunner {
       while (all.size() > events) {
         all.remove(all.size() - 1);
       }
-      Path cut = tempDir.resolve("first-" + events + "-" + scenario);
+      Path cut = tempDir.resolve("first-" + events + "-" + scenario.replace('/', '-'));
       Files.writeString(cut, YAML.writeValueAsString(root));
       return run(cut);
     } catch (IOException e) {

@@ -616,11 +616,9 @@ public final class Engine {
     if (need == 1 && node.roomiest >= 0) {
       // The roomiest card, kept in the snapshot itself, decides most nodes without the device array.
       int totalMem = node.roomiestTotalMem;
-      int refused =
-          FitRule.refusals(
-              c, node, node.roomiest, node.roomiestFlags, node.roomiestType, node.roomiestSplit, node.roomiestSharers,
-              totalMem, node.roomiestUsedMem, demand.memoryOn(totalMem), node.roomiestTotalCores, node.roomiestUsedCores, cores);
-      if (refused == 0) {
+      if (FitRule.fits(
+          c, node, node.roomiest, node.roomiestFlags, node.roomiestType, node.roomiestSplit, node.roomiestSharers,
+          totalMem, node.roomiestUsedMem, demand.memoryOn(totalMem), node.roomiestTotalCores, node.roomiestUsedCores, cores)) {
         return true;
       }
     }
@@ -628,12 +626,11 @@ public final class Engine {
     int found = 0;
     for (int d = 0, base = 0; d < n; d++, base += NodeState.STRIDE) {
       int totalMem = data[base + NodeState.TOTAL_MEM];
-      int refused =
-          FitRule.refusals(
+      if (FitRule.fits(
               c, node, d, data[base + NodeState.FLAGS], data[base + NodeState.TYPE], data[base + NodeState.SPLIT],
               data[base + NodeState.SHARERS], totalMem, data[base + NodeState.USED_MEM], demand.memoryOn(totalMem),
-              data[base + NodeState.TOTAL_CORES], data[base + NodeState.USED_CORES], cores);
-      if (refused == 0 && ++found == need) {
+              data[base + NodeState.TOTAL_CORES], data[base + NodeState.USED_CORES], cores)
+          && ++found == need) {
         return true;
       }
     }

@@ -31,6 +31,11 @@ public final class Placement {
     return score;
   }
 
+  /** The request this placement was made for. */
+  public CompiledRequest request() {
+    return request;
+  }
+
   /** The devices per container. */
   public PodGrant grant() {
     return grant;

@@ -131,7 +131,8 @@ final class KaiObjectParser {
     double limit = number(map, "limit", field);
     double weight = number(map, "overQuotaWeight", field);
     if (weight < 0) {
-      throw new InputException(map.require("overQuotaWeight", field).position(), field + ".overQuotaWeight: " + weight + " must not be negative");
+      YamlNode written = map.require("overQuotaWeight", field);
+      throw new InputException(written.position(), field + ".overQuotaWeight: " + written.asScalar(field).text() + " must not be negative");
     }
     return new ResourceTerms(quota, limit, weight);
   }

@@ -140,15 +140,36 @@ public final class ScenarioParser {
         throw new InputException(q.position(), "queues: queue '" + q.spec().name() + "' names parent '" + p + "', which is not a queue of the scenario");
       });
     }
+    Map<String, ScenarioEvent.CreateQueue> tree = new LinkedHashMap<>();
+    initial.forEach(q -> tree.put(q.spec().name(), q));
+    initial.forEach(q -> requireNoCycle(q, tree, "queues"));
     for (ScenarioEvent e : events) {
       if (e instanceof ScenarioEvent.CreateQueue q) {
         q.spec().parent().filter(p -> !known.contains(p)).ifPresent(p -> {
           throw new InputException(q.position(), q.describe() + ": parent '" + p + "' is not a queue at that point of the scenario");
         });
         known.add(q.spec().name());
+        tree.put(q.spec().name(), q);
+        requireNoCycle(q, tree, q.describe());
       } else if (e instanceof ScenarioEvent.DeleteObject d && d.kind().equals(KaiObjectParser.QUEUE_KIND)) {
         known.remove(d.name());
+        tree.remove(d.name());
       }
+    }
+  }
+
+  /** A queue's chain of parents must end at a top-level queue. */
+  private static void requireNoCycle(ScenarioEvent.CreateQueue queue, Map<String, ScenarioEvent.CreateQueue> tree, String field) {
+    List<String> chain = new ArrayList<>();
+    chain.add(queue.spec().name());
+    for (Optional<String> p = queue.spec().parent(); p.isPresent(); ) {
+      if (chain.contains(p.get())) {
+        chain.add(p.get());
+        throw new InputException(queue.position(), field + ": queue '" + queue.spec().name() + "' has a cycle of parents: " + String.join(" -> ", chain));
+      }
+      chain.add(p.get());
+      ScenarioEvent.CreateQueue parent = tree.get(p.get());
+      p = parent == null ? Optional.empty() : parent.spec().parent();
     }
   }
 

@@ -7,6 +7,8 @@ import io.vgpu.core.DeviceUsage;
 import io.vgpu.core.Explanation;
 import io.vgpu.core.QuotaLimits;
 import io.vgpu.core.QuotaUsage;
+import io.vgpu.core.queue.QueueResource;
+import io.vgpu.core.queue.QueueShare;
 import io.vgpu.k8s.simulate.SimulationResult.ContainerOutcome;
 import io.vgpu.k8s.simulate.SimulationResult.DeviceOutcome;
 import io.vgpu.k8s.simulate.SimulationResult.NodeOutcome;
@@ -67,7 +69,46 @@ public final class SimulationJson {
       ArrayNode quotas = root.putArray("quotas");
       result.quotas().forEach(q -> quotas.add(quota(q)));
     }
+    if (!result.queues().isEmpty()) {
+      ArrayNode queues = root.putArray("queues");
+      result.queues().forEach(q -> queues.add(queue(q)));
+    }
     return root;
+  }
+
+  /**
+   * One entry of {@code queues} (SCENARIO.md): name, parent (null: none) and per resource deserved,
+   * requested, allocated, fairShare and maxAllowed (null: unlimited), as JSON numbers rounded to 2
+   * decimals. The lab's reports write the same shape.
+   */
+  public static ObjectNode queue(SimulationResult.QueueOutcome q) {
+    ObjectNode out = NODES.objectNode();
+    out.put("name", q.name());
+    if (q.parent().isPresent()) {
+      out.put("parent", q.parent().get());
+    } else {
+      out.putNull("parent");
+    }
+    for (QueueResource r : QueueResource.values()) {
+      QueueShare share = q.shares().get(r);
+      ObjectNode terms = out.putObject(r.key());
+      terms.put("deserved", twoDecimals(share.deserved()));
+      terms.put("requested", twoDecimals(share.requested()));
+      terms.put("allocated", twoDecimals(share.allocated()));
+      terms.put("fairShare", twoDecimals(share.fairShare()));
+      if (share.unlimited()) {
+        terms.putNull("maxAllowed");
+      } else {
+        terms.put("maxAllowed", twoDecimals(share.maxAllowed()));
+      }
+    }
+    return out;
+  }
+
+  /** A JSON number rounded half up to two decimals, without trailing zeros. */
+  private static java.math.BigDecimal twoDecimals(double value) {
+    java.math.BigDecimal rounded = java.math.BigDecimal.valueOf(value).setScale(2, java.math.RoundingMode.HALF_UP).stripTrailingZeros();
+    return rounded.scale() < 0 ? rounded.setScale(0) : rounded;
   }
 
   private static ObjectNode pod(PodOutcome p) {
@@ -94,6 +135,14 @@ public final class SimulationJson {
     }
     if (!p.message().isEmpty()) {
       out.put("message", p.message());
+    }
+    p.waiting().ifPresent(w -> {
+      ObjectNode waiting = out.putObject("waiting");
+      waiting.put("reason", w.reason().word());
+      waiting.put("message", w.message());
+    });
+    if (p.gpuPortion().isPresent()) {
+      out.put("gpuPortion", java.math.BigDecimal.valueOf(p.gpuPortion().getAsInt(), 2));
     }
     return out;
   }

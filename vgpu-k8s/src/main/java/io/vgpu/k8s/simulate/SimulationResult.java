@@ -4,10 +4,16 @@ import io.vgpu.api.DeviceGrant;
 import io.vgpu.api.PodRef;
 import io.vgpu.core.DeviceUsage;
 import io.vgpu.core.QuotaUsage;
+import io.vgpu.core.Waiting;
+import io.vgpu.core.queue.QueueResource;
+import io.vgpu.core.queue.QueueShare;
 import java.util.Collections;
+import java.util.EnumMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalInt;
 
 /**
  * The final state of a replayed scenario: every pod created and not deleted, what each event scheduled,
@@ -17,8 +23,9 @@ import java.util.Map;
  * @param timeline one step per event, in order
  * @param nodes the nodes, in file order
  * @param quotas namespaces with a quota, by name
+ * @param queues KAI queues that exist at the end, in creation order, with their division
  */
-public record SimulationResult(List<PodOutcome> pods, List<Step> timeline, List<NodeOutcome> nodes, List<QuotaUsage> quotas) {
+public record SimulationResult(List<PodOutcome> pods, List<Step> timeline, List<NodeOutcome> nodes, List<QuotaUsage> quotas, List<QueueOutcome> queues) {
 
   /** Copies the lists. */
   public SimulationResult {
@@ -26,6 +33,22 @@ public record SimulationResult(List<PodOutcome> pods, List<Step> timeline, List<
     timeline = List.copyOf(timeline);
     nodes = List.copyOf(nodes);
     quotas = List.copyOf(quotas);
+    queues = List.copyOf(queues);
+  }
+
+  /**
+   * One queue after the last event: KAI's division of each resource ({@link
+   * io.vgpu.core.queue.ResourceDivision}).
+   *
+   * @param name the queue
+   * @param parent its parent queue, if any
+   * @param shares per resource: deserved, requested, allocated, fair share and limit
+   */
+  public record QueueOutcome(String name, Optional<String> parent, Map<QueueResource, QueueShare> shares) {
+    /** Copies the map. */
+    public QueueOutcome {
+      shares = Collections.unmodifiableMap(new EnumMap<>(shares));
+    }
   }
 
   /**
@@ -40,6 +63,10 @@ public record SimulationResult(List<PodOutcome> pods, List<Step> timeline, List<
    * @param reasons when Pending: per node in file order, why the pod does not fit there
    * @param message when Rejected: the webhook's message; when Pending without reasons: why the scheduler
    *     could not evaluate it
+   * @param waiting when Pending for a reason of the pod rather than of the nodes (its queue is missing or
+   *     at its limit, its gang incomplete)
+   * @param gpuPortion for a running pod that holds a card portion (KAI's {@code gpu-fraction} or {@code
+   *     gpu-memory}): the portion of each card, in hundredths
    */
   public record PodOutcome(
       PodRef pod,
@@ -49,7 +76,9 @@ public record SimulationResult(List<PodOutcome> pods, List<Step> timeline, List<
       List<ContainerOutcome> initContainers,
       List<ContainerOutcome> containers,
       Map<String, String> reasons,
-      String message) {
+      String message,
+      Optional<Waiting> waiting,
+      OptionalInt gpuPortion) {
     /** Copies the collections, keeping their order. */
     public PodOutcome {
       annotations = Collections.unmodifiableMap(new LinkedHashMap<>(annotations));

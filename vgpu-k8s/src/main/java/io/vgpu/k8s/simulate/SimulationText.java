@@ -69,6 +69,15 @@ public final class SimulationText {
       }
       out.append("\nQUOTAS\n").append(quotas.render(""));
     }
+    if (!result.queues().isEmpty()) {
+      TextTable queues = new TextTable("QUEUE", "PARENT", "GPU DESERVED", "GPU REQUESTED", "GPU ALLOCATED", "GPU FAIR SHARE", "GPU LIMIT");
+      for (SimulationResult.QueueOutcome q : result.queues()) {
+        io.vgpu.core.queue.QueueShare gpu = q.shares().get(io.vgpu.core.queue.QueueResource.GPU);
+        queues.row(q.name(), q.parent().orElse("-"), cards(gpu.deserved()), cards(gpu.requested()), cards(gpu.allocated()),
+            cards(gpu.fairShare()), gpu.unlimited() ? "none" : cards(gpu.maxAllowed()));
+      }
+      out.append("\nQUEUES\n").append(queues.render(""));
+    }
     return out.toString();
   }
 
@@ -85,6 +94,7 @@ public final class SimulationText {
       }
       case PENDING -> {
         List<String> parts = new ArrayList<>();
+        p.waiting().ifPresent(w -> parts.add(w.reason().word() + ": " + w.message()));
         p.reasons().forEach((node, reason) -> parts.add(node + ": " + reason));
         if (!p.message().isEmpty()) {
           parts.add(p.message());
@@ -93,6 +103,10 @@ public final class SimulationText {
       }
       case REJECTED -> p.message();
     };
+  }
+
+  private static String cards(double value) {
+    return String.format(java.util.Locale.ROOT, "%.2f", value);
   }
 
   private static List<ContainerOutcome> concat(List<ContainerOutcome> a, List<ContainerOutcome> b) {

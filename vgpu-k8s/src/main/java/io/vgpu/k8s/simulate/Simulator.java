@@ -5,6 +5,7 @@ import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodSpec;
 import io.vgpu.api.ContainerGrant;
+import io.vgpu.api.ContainerRequest;
 import io.vgpu.api.Device;
 import io.vgpu.api.PodGrant;
 import io.vgpu.api.PodRef;
@@ -18,20 +19,30 @@ import io.vgpu.core.DeviceUsage;
 import io.vgpu.core.Engine;
 import io.vgpu.core.Explanation;
 import io.vgpu.core.FilterResult;
+import io.vgpu.core.GangResult;
 import io.vgpu.core.NodeDevices;
 import io.vgpu.core.NodeRejection;
 import io.vgpu.core.NodeUsage;
-import io.vgpu.core.QuotaUsage;
 import io.vgpu.core.Placement;
+import io.vgpu.core.QuotaUsage;
 import io.vgpu.core.ReserveResult;
+import io.vgpu.core.Waiting;
+import io.vgpu.core.queue.QueueDemand;
+import io.vgpu.core.queue.QueueResource;
+import io.vgpu.core.queue.QueueShare;
+import io.vgpu.core.queue.QueueSpec;
+import io.vgpu.core.queue.ResourceDivision;
 import io.vgpu.k8s.admission.AdmissionMutator;
 import io.vgpu.k8s.admission.AdmissionResult;
 import io.vgpu.k8s.codec.DeviceListCodec;
 import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.codec.ReasonCodec;
 import io.vgpu.k8s.config.DeviceConfig;
+import io.vgpu.k8s.kai.KaiDialect;
+import io.vgpu.k8s.kai.KaiGpuRequest;
 import io.vgpu.k8s.kai.KaiKeys;
 import io.vgpu.k8s.pod.NodeSelection;
+import io.vgpu.k8s.pod.PodCpu;
 import io.vgpu.k8s.pod.PodRequestException;
 import io.vgpu.k8s.pod.PodRequestParser;
 import io.vgpu.k8s.simulate.SimulationResult.ContainerOutcome;
@@ -42,11 +53,15 @@ import io.vgpu.k8s.simulate.SimulationResult.Step;
 import io.vgpu.k8s.yaml.InputException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.EnumMap;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.Set;
 import java.util.UUID;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
@@ -75,6 +90,11 @@ public final class Simulator {
   private AdmissionMutator admission;
   private PodRequestParser requests;
   private boolean replayed;
+  /** The queues that exist, in creation order (KAI's tie-break). */
+  private final Map<String, QueueSpec> queues = new LinkedHashMap<>();
+  private final Map<PodRef, ScenarioEvent.CreatePodGroup> podGroups = new LinkedHashMap<>();
+  /** Gangs already tried since the last event: one try places or holds back all their pending members. */
+  private final Set<PodRef> gangsTried = new HashSet<>();
 
   /** A pod's state during the replay. */
   private static final class SimPod {
@@ -85,6 +105,12 @@ public final class Simulator {
     String node = "";
     Map<String, String> reasons = new LinkedHashMap<>();
     String message = "";
+    /** Why the pod waits whatever the nodes, or {@code null}. */
+    @Nullable Waiting waiting;
+    /** The queue its grant is charged to, or {@code null}. */
+    @Nullable String queue;
+    /** The card portion it holds in hundredths, or 0 when it holds none. */
+    int portion;
     /** Per container name, what the contract gave it when the pod was placed. */
     Map<String, ContainerContract.Allocation> allocations = new LinkedHashMap<>();
 
@@ -112,6 +138,7 @@ public final class Simulator {
       node.devices().forEach(d -> deviceByUuid.put(d.uuid(), d));
     }
     this.config = scenario.config();
+    scenario.queues().forEach(q -> queues.put(q.spec().name(), q.spec()));
     this.contract = newContract(config);
     this.engine = newEngine(config);
     this.admission = new AdmissionMutator(config, AdmissionMutator.DEFAULT_SCHEDULER_NAME);
@@ -142,6 +169,17 @@ public final class Simulator {
         reconfigure(setConfig.config());
       } else if (event instanceof ScenarioEvent.Patch patch) {
         requirePatchable(patch);
+      } else if (event instanceof ScenarioEvent.CreateQueue queue) {
+        queues.put(queue.spec().name(), queue.spec());
+        engine.upsertQueue(queue.spec());
+      } else if (event instanceof ScenarioEvent.CreatePodGroup group) {
+        podGroups.put(group.ref(), group);
+      } else if (event instanceof ScenarioEvent.DeleteObject object) {
+        deleteObject(object);
+      }
+      gangsTried.clear();
+      if (created != null && created.phase == Phase.PENDING && place(created, scheduled)) {
+        scheduled.add(created.ref);
       }
       retryPending(created, scheduled);
       timeline.add(new Step(i, event.describe(), scheduled));
@@ -157,6 +195,14 @@ public final class Simulator {
       throw new InputException(event.position(), "create: pod " + event.ref() + " already exists");
     }
     pods.remove(event.ref());
+    Optional<String> kaiRefused = kaiRefusal(event.pod());
+    if (kaiRefused.isPresent()) {
+      SimPod rejected = new SimPod(event.ref(), event.pod());
+      rejected.phase = Phase.REJECTED;
+      rejected.message = kaiRefused.get();
+      pods.put(event.ref(), rejected);
+      return null;
+    }
     AdmissionResult admitted = admission.admit(event.pod(), engine::quota);
     if (!admitted.allowed()) {
       SimPod rejected = new SimPod(event.ref(), event.pod());
@@ -167,10 +213,28 @@ public final class Simulator {
     }
     SimPod pod = new SimPod(event.ref(), admitted.admittedPod());
     pods.put(event.ref(), pod);
-    if (tryPlace(pod)) {
-      scheduled.add(pod.ref);
-    }
     return pod;
+  }
+
+  /** KAI's admission check for a pod in its dialect that vgpu schedules: KAI's message, or empty. */
+  private Optional<String> kaiRefusal(Pod pod) {
+    return kaiDialect(pod) ? KaiGpuRequest.validate(pod) : Optional.empty();
+  }
+
+  /** Whether vgpu's own engine schedules this pod as KAI's dialect ({@code stack: vgpu}). */
+  private boolean kaiDialect(Pod pod) {
+    return scenario.stack() == Stack.VGPU && KaiDialect.speaks(pod, KaiKeys.SCHEDULER_NAME);
+  }
+
+  private void deleteObject(ScenarioEvent.DeleteObject event) {
+    if (event.kind().equals(KaiObjectParser.QUEUE_KIND)) {
+      if (queues.remove(event.name()) == null) {
+        throw new InputException(event.position(), event.describe() + ": the queue does not exist");
+      }
+      engine.removeQueue(event.name());
+    } else if (podGroups.remove(new PodRef(event.namespace(), event.name())) == null) {
+      throw new InputException(event.position(), event.describe() + ": the PodGroup does not exist");
+    }
   }
 
   private void delete(ScenarioEvent.Delete event) {
@@ -204,7 +268,7 @@ public final class Simulator {
       engine = newEngine(config);
       for (SimPod pod : pods.values()) {
         if (pod.grant != null) {
-          engine.restore(pod.grant);
+          engine.restore(pod.grant, pod.queue);
         }
       }
     } else {
@@ -214,10 +278,155 @@ public final class Simulator {
 
   private void retryPending(@Nullable SimPod skip, List<PodRef> scheduled) {
     for (SimPod pod : pods.values()) {
-      if (pod.phase == Phase.PENDING && pod != skip && tryPlace(pod)) {
+      if (pod.phase == Phase.PENDING && pod != skip && place(pod, scheduled)) {
         scheduled.add(pod.ref);
       }
     }
+  }
+
+  /**
+   * Tries a pending pod: alone, or, for a member of a gang, with the whole gang (whose members placed
+   * now are added to {@code scheduled}, this one included). Returns whether this pod alone became
+   * Running and is still to be added.
+   */
+  private boolean place(SimPod pod, List<PodRef> scheduled) {
+    Optional<Gang> gang = gangOf(pod);
+    if (gang.isEmpty()) {
+      return tryPlace(pod);
+    }
+    if (gangsTried.add(gang.get().ref())) {
+      placeGang(gang.get(), scheduled);
+    }
+    return false;
+  }
+
+  /**
+   * The gang a pending pod belongs to: the PodGroup its {@code pod-group-name} names, when that asks for
+   * more than one member. A pod naming a PodGroup that does not exist waits for it, as under KAI.
+   */
+  private Optional<Gang> gangOf(SimPod pod) {
+    if (!kaiDialect(pod.pod)) {
+      return Optional.empty();
+    }
+    Optional<String> name = KaiDialect.podGroupOf(pod.pod);
+    if (name.isEmpty()) {
+      return Optional.empty();
+    }
+    PodRef ref = new PodRef(pod.ref.namespace(), name.get());
+    ScenarioEvent.CreatePodGroup group = podGroups.get(ref);
+    if (group == null) {
+      return Optional.of(new Gang(ref, 0, Optional.empty(), false));
+    }
+    return group.minMember() > 1 ? Optional.of(new Gang(ref, group.minMember(), group.queue(), true)) : Optional.empty();
+  }
+
+  /**
+   * A gang as the replay tries it.
+   *
+   * @param ref the PodGroup's namespace and name
+   * @param minMember how many members must hold grants together
+   * @param queue the PodGroup's queue, which its members are charged to when it names one
+   * @param exists whether the PodGroup exists (its members wait for it when not)
+   */
+  private record Gang(PodRef ref, int minMember, Optional<String> queue, boolean exists) {}
+
+  /**
+   * Places a gang's pending members all or nothing once at least {@code minMember} of its members exist
+   * (running ones count); until then, or when too few fit, every pending member waits with {@code
+   * GangIncomplete}.
+   */
+  private void placeGang(Gang group, List<PodRef> scheduled) {
+    List<SimPod> pending = new ArrayList<>();
+    int running = 0;
+    for (SimPod member : pods.values()) {
+      if (member.phase == Phase.REJECTED || !member.ref.namespace().equals(group.ref().namespace()) || !kaiDialect(member.pod)
+          || !KaiDialect.podGroupOf(member.pod).orElse("").equals(group.ref().name())) {
+        continue;
+      }
+      if (member.phase == Phase.RUNNING) {
+        running++;
+      } else {
+        member.reasons = new LinkedHashMap<>();
+        member.message = "";
+        member.waiting = null;
+        pending.add(member);
+      }
+    }
+    if (pending.isEmpty()) {
+      return;
+    }
+    if (!group.exists()) {
+      waitAll(pending, "PodGroup " + group.ref() + " does not exist");
+      return;
+    }
+    int members = running + pending.size();
+    if (members < group.minMember()) {
+      waitAll(pending, "gang " + group.ref() + " has " + members + " of its " + group.minMember() + " members");
+      return;
+    }
+    List<CompiledRequest> compiled = new ArrayList<>();
+    Map<PodRef, SimPod> byRef = new HashMap<>();
+    for (SimPod member : pending) {
+      try {
+        PodRequest request = KaiDialect.request(requests.parse(member.pod), member.pod);
+        if (group.queue().isPresent()) {
+          request = request.withQueue(group.queue().get());
+        }
+        compiled.add(engine.compile(request));
+        byRef.put(member.ref, member);
+      } catch (PodRequestException | IllegalArgumentException e) {
+        member.message = e.getMessage();
+      }
+    }
+    GangResult result = engine.reserveGang(compiled, Math.max(0, group.minMember() - running), candidates(pending.get(0).pod, new LinkedHashMap<>()));
+    if (!result.reserved()) {
+      pending.forEach(m -> m.waiting = result.waiting());
+      return;
+    }
+    for (Placement placement : result.placed()) {
+      SimPod member = byRef.get(placement.grant().pod());
+      running(member, placement);
+      scheduled.add(member.ref);
+    }
+    result.refused().forEach((ref, why) -> byRef.get(ref).message = why);
+  }
+
+  private static void waitAll(List<SimPod> pending, String message) {
+    Waiting waiting = new Waiting(Waiting.Reason.GANG_INCOMPLETE, message);
+    pending.forEach(m -> m.waiting = waiting);
+  }
+
+  /** Records a reserved placement: the pod runs with its grant, queue, portion and allocations. */
+  private void running(SimPod pod, Placement placement) {
+    PodGrant grant = placement.grant();
+    pod.grant = grant;
+    pod.node = grant.node();
+    pod.phase = Phase.RUNNING;
+    pod.waiting = null;
+    pod.queue = engine.chargedQueue(pod.ref).orElse(null);
+    pod.portion = portionHeld(placement);
+    pod.allocations = allocate(pod, grant);
+  }
+
+  /** The card portion the placement gives, in hundredths of its first card; 0 when it asks for none. */
+  private int portionHeld(Placement placement) {
+    PodRequest request = placement.request().request();
+    List<ContainerRequest> all = new ArrayList<>(request.initContainers());
+    all.addAll(request.containers());
+    for (ContainerRequest c : all) {
+      if (c.portion() == null) {
+        continue;
+      }
+      for (ContainerGrant g : placement.grant().allContainers()) {
+        if (g.name().equals(c.name()) && !g.devices().isEmpty()) {
+          String uuid = g.devices().get(0).uuid();
+          int total = engine.usage(placement.node()).orElseThrow().devices().stream()
+              .filter(d -> d.device().uuid().equals(uuid)).findFirst().orElseThrow().device().memoryMiB();
+          return c.portion().hundredthsOn(total);
+        }
+      }
+    }
+    return 0;
   }
 
   // --- Engine and contract
@@ -237,6 +446,7 @@ public final class Simulator {
     Engine e = engines.get().config(c.engineConfig()).build();
     registerNodes(e, c);
     scenario.quotas().forEach(e::setQuota);
+    queues.values().forEach(e::upsertQueue);
     return e;
   }
 
@@ -274,23 +484,28 @@ public final class Simulator {
   private boolean tryPlace(SimPod pod) {
     pod.reasons = new LinkedHashMap<>();
     pod.message = "";
-    Optional<String> foreign = foreignScheduler(pod.pod);
+    pod.waiting = null;
+    boolean kai = kaiDialect(pod.pod);
+    Optional<String> foreign = foreignScheduler(pod.pod).filter(name -> !kai);
     if (foreign.isPresent()) {
       // Under KAI, vgpu only isolates: KAI's pods are KAI's to place (SCENARIO.md "Queues and KAI's pod dialect").
-      boolean kai = scenario.stack() == Stack.KAI && foreign.get().equals(KaiKeys.SCHEDULER_NAME);
-      pod.message = "spec.schedulerName is " + foreign.get() + ": the pod is left to " + (kai ? KaiKeys.SCHEDULER_NAME : "that scheduler");
+      boolean underKai = scenario.stack() == Stack.KAI && foreign.get().equals(KaiKeys.SCHEDULER_NAME);
+      pod.message = "spec.schedulerName is " + foreign.get() + ": the pod is left to " + (underKai ? KaiKeys.SCHEDULER_NAME : "that scheduler");
       return false;
     }
     PodRequest request;
     try {
       request = requests.parse(pod.pod);
+      if (kai) {
+        request = KaiDialect.request(request, pod.pod);
+      }
     } catch (PodRequestException e) {
       pod.message = e.getMessage();
       return false;
     }
     Map<String, String> excluded = new LinkedHashMap<>();
     List<String> candidates = candidates(pod.pod, excluded);
-    if (!request.wantsDevices()) {
+    if (!request.wantsDevices() && request.queue() == null) {
       return placeWithoutDevices(pod, candidates, excluded);
     }
     CompiledRequest compiled;
@@ -301,18 +516,18 @@ public final class Simulator {
       return false;
     }
     FilterResult result = engine.filter(compiled, candidates, true);
+    if (result.waiting().isPresent()) {
+      pod.waiting = result.waiting().get();
+      return false;
+    }
     if (result.placement().isPresent()) {
       Placement placement = result.placement().get();
-      PodGrant grant = placement.grant();
       ReserveResult reserved = engine.reserve(placement);
       if (!reserved.reserved()) {
         pod.message = reserved.message();
         return false;
       }
-      pod.grant = grant;
-      pod.node = grant.node();
-      pod.phase = Phase.RUNNING;
-      pod.allocations = allocate(pod, grant);
+      running(pod, placement);
       return true;
     }
     Map<String, NodeRejection> byNode = new HashMap<>();
@@ -378,7 +593,101 @@ public final class Simulator {
     for (String namespace : scenario.quotas().keySet()) {
       quotas.add(engine.quota(namespace));
     }
-    return new SimulationResult(outcomes, timeline, nodes, quotas);
+    return new SimulationResult(outcomes, timeline, nodes, quotas, queueOutcomes());
+  }
+
+  /**
+   * Every queue that exists at the end with KAI's division over the cluster's cards: a running pod counts
+   * what its grant is charged (its portion, or whole cards), a pending pod in KAI's dialect what it asks
+   * for as KAI counts it (a memory pod its unrounded {@code MiB / smallest card}). Scenario nodes carry no
+   * CPU or memory, so those totals are 0 and their requests are the pods' own.
+   */
+  private List<SimulationResult.QueueOutcome> queueOutcomes() {
+    if (queues.isEmpty()) {
+      return List.of();
+    }
+    Map<String, double[]> requested = new HashMap<>();
+    Map<String, double[]> allocated = new HashMap<>();
+    int smallestCard = smallestFlooredCard();
+    for (SimPod pod : pods.values()) {
+      if (pod.phase == Phase.REJECTED || !kaiDialect(pod.pod)) {
+        continue;
+      }
+      String queue = pod.phase == Phase.RUNNING ? pod.queue : KaiDialect.queueOf(pod.pod);
+      if (queue == null || !queues.containsKey(queue)) {
+        continue;
+      }
+      double gpu = pod.phase == Phase.RUNNING ? engine.chargedGpuHundredths(pod.ref) / 100.0 : pendingGpus(pod.pod, smallestCard);
+      long cpu = Math.max(0, PodCpu.requestMilli(pod.pod));
+      double[] amounts = {gpu, cpu, memoryMegabytes(pod.pod)};
+      add(requested, queue, amounts);
+      if (pod.phase == Phase.RUNNING) {
+        add(allocated, queue, amounts);
+      }
+    }
+    Map<String, QueueDemand> demands = new HashMap<>();
+    requested.forEach((q, r) -> demands.put(q, new QueueDemand(byResource(r), byResource(allocated.getOrDefault(q, new double[3])))));
+    long cards = engine.cardsByType().values().stream().mapToLong(Long::longValue).sum();
+    Map<String, Map<QueueResource, QueueShare>> shares =
+        ResourceDivision.divide(List.copyOf(queues.values()), demands, byResource(new double[] {cards, 0, 0}));
+    List<SimulationResult.QueueOutcome> out = new ArrayList<>();
+    for (QueueSpec spec : queues.values()) {
+      out.add(new SimulationResult.QueueOutcome(spec.name(), spec.parent(), shares.get(spec.name())));
+    }
+    return out;
+  }
+
+  /** What a pending pod asks of its queue in cards, as KAI counts a pending pod. */
+  private static double pendingGpus(Pod pod, int smallestCard) {
+    KaiGpuRequest request = KaiGpuRequest.of(pod);
+    if (request.fraction().isPresent()) {
+      return Math.round(request.fraction().getAsDouble() * 100) * request.devices() / 100.0;
+    }
+    if (request.memoryMiB().isPresent()) {
+      return smallestCard <= 0 ? 0 : request.devices() * (double) request.memoryMiB().getAsLong() / smallestCard;
+    }
+    return request.wholeCards();
+  }
+
+  /** The smallest card's memory floored to 100 MiB, over cards above 100 MiB (KAI's {@code MinNodeGPUMemoryMiB}). */
+  private int smallestFlooredCard() {
+    int min = 0;
+    for (NodeUsage node : engine.usage()) {
+      for (DeviceUsage d : node.devices()) {
+        int floored = d.device().memoryMiB() - d.device().memoryMiB() % 100;
+        if (floored > 100 && (min == 0 || floored < min)) {
+          min = floored;
+        }
+      }
+    }
+    return min;
+  }
+
+  /** The pod's memory requests in MB (10^6 bytes), as KAI divides memory. */
+  private static double memoryMegabytes(Pod pod) {
+    java.math.BigDecimal sum = java.math.BigDecimal.ZERO;
+    for (Container c : pod.getSpec() == null || pod.getSpec().getContainers() == null ? List.<Container>of() : pod.getSpec().getContainers()) {
+      io.fabric8.kubernetes.api.model.Quantity q = c.getResources() == null || c.getResources().getRequests() == null ? null : c.getResources().getRequests().get("memory");
+      if (q != null) {
+        sum = sum.add(io.fabric8.kubernetes.api.model.Quantity.getAmountInBytes(q));
+      }
+    }
+    return sum.doubleValue() / 1e6;
+  }
+
+  private static void add(Map<String, double[]> sums, String queue, double[] amounts) {
+    double[] s = sums.computeIfAbsent(queue, k -> new double[3]);
+    for (int i = 0; i < 3; i++) {
+      s[i] += amounts[i];
+    }
+  }
+
+  private static Map<QueueResource, Double> byResource(double[] amounts) {
+    Map<QueueResource, Double> out = new EnumMap<>(QueueResource.class);
+    out.put(QueueResource.GPU, amounts[0]);
+    out.put(QueueResource.CPU, amounts[1]);
+    out.put(QueueResource.MEMORY, amounts[2]);
+    return out;
   }
 
   private PodOutcome outcome(SimPod pod) {
@@ -396,7 +705,9 @@ public final class Simulator {
       grant.initContainers().forEach(c -> init.add(containerOutcome(pod, c)));
       grant.containers().forEach(c -> app.add(containerOutcome(pod, c)));
     }
-    return new PodOutcome(pod.ref, pod.phase, pod.node, annotations, init, app, pod.reasons, pod.message);
+    return new PodOutcome(
+        pod.ref, pod.phase, pod.node, annotations, init, app, pod.reasons, pod.message, Optional.ofNullable(pod.waiting),
+        pod.phase == Phase.RUNNING && pod.portion > 0 ? OptionalInt.of(pod.portion) : OptionalInt.empty());
   }
 
   private static PodGrant emptyGrant(SimPod pod) {
@@ -497,12 +808,18 @@ public final class Simulator {
     if (pod == null) {
       throw new InputException("--explain: pod " + ref + " is not in the scenario's final state");
     }
-    if (pod.phase == Phase.REJECTED || foreignScheduler(pod.pod).isPresent()) {
+    if (pod.phase == Phase.REJECTED || (foreignScheduler(pod.pod).isPresent() && !kaiDialect(pod.pod))) {
       return new PodExplanation(ref, pod.phase, pod.message, List.of(), Optional.empty());
+    }
+    if (pod.waiting != null) {
+      return new PodExplanation(ref, pod.phase, pod.waiting.reason().word() + ": " + pod.waiting.message(), List.of(), Optional.empty());
     }
     PodRequest request;
     try {
       request = requests.parse(pod.pod);
+      if (kaiDialect(pod.pod)) {
+        request = KaiDialect.request(request, pod.pod);
+      }
     } catch (PodRequestException e) {
       return new PodExplanation(ref, pod.phase, e.getMessage(), List.of(), Optional.empty());
     }
@@ -527,7 +844,7 @@ public final class Simulator {
       return new PodExplanation(ref, pod.phase, e.getMessage(), List.of(), Optional.empty());
     } finally {
       if (held != null) {
-        engine.restore(held);
+        engine.restore(held, pod.queue);
       }
     }
     Map<String, Explanation.NodeExplanation> byNode = new HashMap<>();

@@ -68,6 +68,10 @@ class KaiScenarioTest {
     fails("queues:\n  - {metadata: {name: q}, spec: {parentQueue: p}}\n", "s.yaml:2:5: queues: queue 'q' names parent 'p', which is not a queue of the scenario");
     fails("queues:\n  - {metadata: {name: q}}\n  - {metadata: {name: q}}\n", "s.yaml:3:5: queues: queue 'q' is listed twice");
     fails("queues:\n  - {kind: PodGroup, metadata: {name: q}}\n", "s.yaml:2:12: queues[0].kind: expected Queue, got 'PodGroup'");
+    fails(
+        "queues:\n  - {metadata: {name: a}, spec: {parentQueue: c}}\n  - {metadata: {name: b}, spec: {parentQueue: a}}\n  - {metadata: {name: c}, spec: {parentQueue: b}}\n",
+        "s.yaml:2:5: queues: queue 'a' has a cycle of parents: a -> c -> b -> a");
+    fails("queues:\n  - {metadata: {name: q}, spec: {resources: {gpu: {overQuotaWeight: -1}}}}\n", "s.yaml:2:69: queues[0].spec.resources.gpu.overQuotaWeight: -1 must not be negative");
   }
 
   @Test
@@ -99,6 +103,9 @@ class KaiScenarioTest {
     fails("events:\n  - create: {kind: PodGroup, metadata: {name: g}, spec: {minMember: 0}}\n", "s.yaml:2:69: events[0].create.spec.minMember: 0 is out of range [1, 2147483647]");
     fails("events:\n  - create: {apiVersion: v1, kind: Queue, metadata: {name: t}}\n", "s.yaml:2:26: events[0].create.apiVersion: expected scheduling.run.ai/v2, got 'v1'");
     fails("events:\n  - delete: queue/a/b\n", "s.yaml:2:13: events[0].delete: 'queue/a/b' is not queue/NAME");
+    fails(
+        "queues: [{metadata: {name: a}}, {metadata: {name: b}, spec: {parentQueue: a}}]\nevents:\n  - create: {kind: Queue, metadata: {name: a}, spec: {parentQueue: b}}\n",
+        "s.yaml:3:5: create queue/a: queue 'a' has a cycle of parents: a -> b -> a");
   }
 
   @Test

@@ -14,8 +14,9 @@ import io.vgpu.core.queue.ResourceTerms;
 import io.vgpu.k8s.kai.KaiGpuRequest;
 import io.vgpu.k8s.pod.PodJson;
 import io.vgpu.k8s.pod.PodRefs;
+import io.vgpu.k8s.simulate.SimulationJson;
+import io.vgpu.k8s.simulate.SimulationResult;
 import java.math.BigDecimal;
-import java.math.RoundingMode;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.EnumMap;
@@ -27,7 +28,6 @@ import java.util.Optional;
 import java.util.Set;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.node.ArrayNode;
-import tools.jackson.databind.node.ObjectNode;
 
 /**
  * SCENARIO.md's {@code queues[]}: per queue and resource what KAI's proportion plugin would report as
@@ -94,26 +94,7 @@ public final class KaiQueues {
     Map<String, Map<QueueResource, QueueShare>> shares = ResourceDivision.divide(specs, demands, byResource(total));
     ArrayNode out = PodJson.mapper().createArrayNode();
     for (QueueSpec spec : specs) {
-      ObjectNode entry = out.addObject();
-      entry.put("name", spec.name());
-      if (spec.parent().isEmpty()) {
-        entry.putNull("parent");
-      } else {
-        entry.put("parent", spec.parent().get());
-      }
-      for (QueueResource r : QueueResource.values()) {
-        QueueShare share = shares.get(spec.name()).get(r);
-        ObjectNode res = entry.putObject(r.key());
-        res.put("deserved", round(share.deserved()));
-        res.put("requested", round(share.requested()));
-        res.put("allocated", round(share.allocated()));
-        res.put("fairShare", round(share.fairShare()));
-        if (share.unlimited()) {
-          res.putNull("maxAllowed");
-        } else {
-          res.put("maxAllowed", round(share.maxAllowed()));
-        }
-      }
+      out.add(SimulationJson.queue(new SimulationResult.QueueOutcome(spec.name(), spec.parent(), shares.get(spec.name()))));
     }
     return out;
   }
@@ -212,11 +193,6 @@ public final class KaiQueues {
     for (int i = 0; i < 3; i++) {
       s[i] += v[i];
     }
-  }
-
-  /** A JSON number rounded to two decimals. */
-  static double round(double v) {
-    return BigDecimal.valueOf(v).setScale(2, RoundingMode.HALF_UP).doubleValue();
   }
 
   /** A number as text: no decimals when whole. */
