@@ -31,9 +31,11 @@ import java.util.function.Function;
  *       line; a container asking for one of vgpu's own sharing resources (memory, memory percentage,
  *       cores) is denied too: the pod would speak two dialects, and vgpu would have to pick one;
  *   <li>the fraction container of a pod that shares a card ({@code gpu-fraction} or {@code gpu-memory})
- *       gets {@code <count resource>: <gpu-fraction-num-devices>} and {@code <cores resource>: 0} in its
- *       limits: the count makes kubelet call vgpu's Allocate, and cores 0 keep the HAMi decision from
- *       making the count an exclusive card (the portion, not the cores, is what it gets);
+ *       gets {@code <count resource>: <gpu-fraction-num-devices>} in its limits, which makes kubelet call
+ *       vgpu's Allocate; every container asking for cards (the fraction container, a whole-card
+ *       container) gets {@code <cores resource>: 0}: KAI gives cards and portions of their memory, not
+ *       compute shares, and the HAMi decision would otherwise make a bare count an exclusive card of 100
+ *       cores (a whole card still holds all its memory, so nothing fits beside it);
  *   <li>the pod gets the label {@value KaiKeys#QUEUE_LABEL} with its queue as KAI's pod-grouper decides
  *       it from the pod (the label, else {@value KaiKeys#DEFAULT_QUEUE}), so that the pod keeps speaking
  *       the dialect once it names vgpu's scheduler, and loses any GPU group label ({@value
@@ -41,8 +43,7 @@ import java.util.function.Function;
  *   <li>it names vgpu's scheduler. KAI's annotations stay as written.
  * </ol>
  *
- * A whole-card pod ({@code nvidia.com/gpu} limits) keeps its limits: the HAMi decision makes each an
- * exclusive card. The queue of a pod's top owner is not looked up: KAI's pod-grouper reads it from the
+ * A whole-card pod ({@code nvidia.com/gpu} limits) keeps its count. The queue of a pod's top owner is not looked up: KAI's pod-grouper reads it from the
  * owner, which the webhook would need to read every workload kind to do; a pod whose queue is set only
  * on its owner is charged to {@value KaiKeys#DEFAULT_QUEUE}.
  */
@@ -100,10 +101,16 @@ public final class KaiDialectAdmission {
         return AdmissionResult.denied(e.getMessage());
       }
       List<Container> list = target.list().equals("initContainers") ? pod.getSpec().getInitContainers() : pod.getSpec().getContainers();
-      Map<String, Quantity> limits = limits(list.get(target.index()));
-      limits.put(config.resourceCountName(), new Quantity(Integer.toString(request.devices())));
-      if (!config.resourceCoreName().isEmpty()) {
-        limits.put(config.resourceCoreName(), new Quantity("0"));
+      limits(list.get(target.index())).put(config.resourceCountName(), new Quantity(Integer.toString(request.devices())));
+    }
+    // KAI gives cards, not compute shares: no container of its pods asks for cores (the HAMi decision
+    // would make a bare count an exclusive card of 100 cores). A whole card's memory is all of it, so
+    // nothing else fits beside it; a fraction's is its portion.
+    if (!config.resourceCoreName().isEmpty()) {
+      for (Container c : PodRefs.containers(pod)) {
+        if (ContainerResources.isPresent(c, config.resourceCountName())) {
+          limits(c).put(config.resourceCoreName(), new Quantity("0"));
+        }
       }
     }
     Map<String, String> labels = pod.getMetadata().getLabels() == null ? new LinkedHashMap<>() : new LinkedHashMap<>(pod.getMetadata().getLabels());

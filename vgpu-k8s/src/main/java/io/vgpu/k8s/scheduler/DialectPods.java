@@ -23,9 +23,9 @@ import java.util.Optional;
  *
  * <p>A pod's queue is its PodGroup's {@code spec.queue} when it names a PodGroup that exists and names
  * one (KAI schedules a PodGroup in its queue), else its {@code kai.scheduler/queue} label, else {@code
- * default-queue}. A pod belongs to a gang when its {@code pod-group-name} names a PodGroup that exists
- * with {@code minMember} above 1 (or one that cannot be read, which holds it); a pod without one is a
- * group of one.
+ * default-queue}. A pod belongs to a gang when its {@code pod-group-name} names a PodGroup with {@code
+ * minMember} above 1; one naming a PodGroup that does not exist (yet), or whose minimum cannot be read,
+ * waits for it, as under KAI; a pod naming none, or a PodGroup of {@code minMember} 1, is a group of one.
  */
 final class DialectPods {
   private final String kaiSchedulerName;
@@ -76,11 +76,16 @@ final class DialectPods {
     if (name.isEmpty()) {
       return Optional.empty();
     }
+    PodRef key = new PodRef(ref.namespace(), name.get());
     Optional<KaiObjects.PodGroup> group = objects.podGroup(ref.namespace(), name.get());
-    if (group.isEmpty() || (group.get().minMember() <= 1 && group.get().problem().isEmpty())) {
+    if (group.isEmpty()) {
+      // As under KAI, a pod joins the group it names: one that does not exist (yet) holds it.
+      return Optional.of(new Gang(key, 0, Optional.of("PodGroup " + key + " does not exist")));
+    }
+    if (group.get().minMember() <= 1 && group.get().problem().isEmpty()) {
       return Optional.empty();
     }
-    return Optional.of(new Gang(new PodRef(ref.namespace(), name.get()), group.get().minMember(), group.get().problem()));
+    return Optional.of(new Gang(key, group.get().minMember(), group.get().problem()));
   }
 
   /** Whether a pod belongs to this gang (names its PodGroup, in its namespace). */

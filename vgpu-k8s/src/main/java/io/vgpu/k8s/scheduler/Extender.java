@@ -368,14 +368,20 @@ public final class Extender {
       if (needed <= 0) {
         return Optional.empty();
       }
-      // This pod first, then the others as they came: the order the gang's members are tried in.
+      // The members as they came (by creation, then name), as simulate tries them; this pod among them.
+      others.add(pod);
       others.sort(Comparator.comparing((Pod p) -> Optional.ofNullable(p.getMetadata().getCreationTimestamp()).orElse("")).thenComparing(p -> PodRefs.of(p).toString()));
-      List<CompiledRequest> toPlace = new ArrayList<>(List.of(compiled));
+      List<CompiledRequest> toPlace = new ArrayList<>();
       Map<PodRef, String> uids = new LinkedHashMap<>();
-      uids.put(ref, uid);
-      List<Pod> fullMembers = new ArrayList<>(List.of(pod));
+      List<Pod> fullMembers = new ArrayList<>();
       for (Pod member : others) {
         PodRef m = PodRefs.of(member);
+        if (m.equals(ref)) {
+          toPlace.add(compiled);
+          uids.put(ref, uid);
+          fullMembers.add(pod);
+          continue;
+        }
         // The cache keeps lean pods; a member's constraints and node selection are in its whole object.
         Pod full = client.pods().inNamespace(m.namespace()).withName(m.name()).get();
         if (full == null || !live(full)) {

@@ -56,12 +56,12 @@ class KaiDialectAdmissionTest {
   }
 
   @Test
-  void aWholeCardPodKeepsItsLimitsAndGetsAnExclusiveCardAsAnyVgpuPod() {
+  void aWholeCardPodKeepsItsCountAndAsksForNoCoresForKaiGivesCardsNotComputeShares() {
     AdmissionResult r = admit("{'metadata':{'name':'p','labels':{'kai.scheduler/queue':'research'}},"
-        + "'spec':{'schedulerName':'kai-scheduler','containers':[{'name':'app','resources':{'limits':{'nvidia.com/gpu':'1'}}}]}}");
+        + "'spec':{'schedulerName':'kai-scheduler','containers':[{'name':'app','resources':{'limits':{'nvidia.com/gpu':'2'}}}]}}");
     assertThat(r.allowed()).isTrue();
     assertThat(r.patch().toString()).isEqualTo(
-        "[{\"op\":\"add\",\"path\":\"/spec/containers/0/resources/limits/nvidia.com~1gpucores\",\"value\":\"100\"},"
+        "[{\"op\":\"add\",\"path\":\"/spec/containers/0/resources/limits/nvidia.com~1gpucores\",\"value\":\"0\"},"
             + "{\"op\":\"replace\",\"path\":\"/spec/schedulerName\",\"value\":\"hami-scheduler\"}]");
   }
 

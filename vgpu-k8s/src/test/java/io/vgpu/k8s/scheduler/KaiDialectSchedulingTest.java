@@ -177,6 +177,17 @@ class KaiDialectSchedulingTest {
   }
 
   @Test
+  void aPodNamingAPodGroupThatDoesNotExistWaitsForItAsUnderKai() throws Exception {
+    queue("{'metadata':{'name':'train'},'spec':{'resources':{'gpu':{'quota':-1,'limit':-1,'overQuotaWeight':1}}}}");
+    startScheduler(Duration.ofSeconds(60));
+    Pod early = kaiPod("early", "train", Map.of("pod-group-name", "late"), "'nvidia.com/gpu':'1'");
+    assertThat(cluster.filter(early, NODES).path("FailedNodes").path("n0").asString()).isEqualTo("GangIncomplete: PodGroup default/late does not exist");
+    podGroup("late", 1);
+    ClusterHarness.await(() -> PodRefs.annotations(get("early")).get(KaiKeys.WAITING_ANNOTATION) == null, "the waiting pod to be woken");
+    assertThat(cluster.schedule(get("early"), NODES)).isPresent();
+  }
+
+  @Test
   void aGangWhoseMembersAreNotBoundInTimeGivesItsCardsBack() throws Exception {
     queue("{'metadata':{'name':'train'},'spec':{'resources':{'gpu':{'quota':-1,'limit':-1,'overQuotaWeight':1}}}}");
     podGroup("pg", 2);
