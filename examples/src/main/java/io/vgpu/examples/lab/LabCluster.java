@@ -116,6 +116,11 @@ public final class LabCluster implements AutoCloseable {
   private KubeSchedulerStandIn defaultScheduler;
   /** Whether KAI Scheduler schedules KAI's pods ({@code stack: kai}): its stand-in runs, vgpu is the isolation layer. */
   private final boolean kai;
+  /**
+   * Whether vgpu schedules KAI's pods itself ({@code stack: vgpu} with queues, PodGroups or pods naming
+   * {@code kai-scheduler}): the chart is the one rendered with its KAI-dialect values.
+   */
+  private final boolean kaiDialect;
   private @org.jspecify.annotations.Nullable KaiStandIn kaiStandIn;
   private String webhookName = "";
   private SchedulerLaunch launch;
@@ -129,7 +134,8 @@ public final class LabCluster implements AutoCloseable {
     // A component's JVM start is not settling: on a loaded 2-core machine it alone takes 20 s and more.
     this.readyTimeout = readyTimeout.compareTo(MIN_START_TIMEOUT) < 0 ? MIN_START_TIMEOUT : readyTimeout;
     this.kai = scenario.stack() == Stack.KAI;
-    this.deployment = ReferenceDeployment.read(kai ? home.kaiDeployDirectory() : home.deployDirectory());
+    this.kaiDialect = !kai && speaksKai(scenario);
+    this.deployment = ReferenceDeployment.read(kai ? home.kaiDeployDirectory() : kaiDialect ? home.kaiDialectDeployDirectory() : home.deployDirectory());
     this.java = new JavaCommand(Optional.of(home.root().resolve("target/lab-cds")));
     this.nodeOrder = scenario.nodes().stream().map(NodeSpec::name).toList();
     this.config = scenario.config();
@@ -351,6 +357,11 @@ public final class LabCluster implements AutoCloseable {
     }
     if (kai) {
       createKaiObjects();
+    } else if (kaiDialect) {
+      // the scenario's Queues, in file order, as its author creates them before the scheduler starts
+      for (ScenarioEvent.CreateQueue queue : scenario.queues()) {
+        createKaiObject(queue);
+      }
     }
     // The RuntimeClass NVIDIA's GPU operator installs, which the chart's prerequisites include.
     client.resources(io.fabric8.kubernetes.api.model.node.v1.RuntimeClass.class).resource(new RuntimeClassBuilder().withNewMetadata().withName("nvidia").endMetadata().withHandler("nvidia").build()).create();
@@ -379,6 +390,31 @@ public final class LabCluster implements AutoCloseable {
     for (ScenarioEvent.CreateQueue queue : scenario.queues()) {
       createKaiObject(queue);
     }
+  }
+
+  /**
+   * Whether a scenario under {@code stack: vgpu} speaks KAI's dialect: it declares queues, creates a Queue
+   * or PodGroup, or creates a pod naming {@code kai-scheduler}. Such a scenario runs on the chart's
+   * KAI-dialect render (examples/deploy-kai-dialect), every other on its default render.
+   */
+  static boolean speaksKai(Scenario scenario) {
+    if (!scenario.queues().isEmpty()) {
+      return true;
+    }
+    for (ScenarioEvent e : scenario.events()) {
+      if (e instanceof ScenarioEvent.CreateQueue || e instanceof ScenarioEvent.CreatePodGroup) {
+        return true;
+      }
+      if (e instanceof ScenarioEvent.Create c && c.pod().getSpec() != null && KaiKeys.SCHEDULER_NAME.equals(c.pod().getSpec().getSchedulerName())) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Whether vgpu schedules KAI's pods in this run (the KAI-dialect render). */
+  public boolean kaiDialect() {
+    return kaiDialect;
   }
 
   /** Creates a Queue or PodGroup of the scenario as its author (the lab's administrator). */

@@ -37,7 +37,8 @@ public final class LabCommand implements Callable<Integer> {
   @Parameters(index = "0", arity = "0..1", paramLabel = "FILE", description = "A scenario file (YAML or JSON; simulate's format plus restart, wait, scrape and checks).")
   @Nullable Path file;
 
-  @Option(names = "--suite", paramLabel = "NAME", description = "Run a built-in suite of scenarios and their checks (hami: every check of the mock-GPU lab report).")
+  @Option(names = "--suite", paramLabel = "NAME", description = "Run a built-in suite of scenarios and their checks (hami: every check of the mock-GPU lab report; attacks, cluster, enforcement, kai, queues:"
+          + " the directories of examples/lab).")
   @Nullable String suite;
 
   @Option(names = "--output", defaultValue = "text", description = "text or json (default ${DEFAULT-VALUE}).")

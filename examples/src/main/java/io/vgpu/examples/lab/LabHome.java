@@ -53,6 +53,14 @@ public record LabHome(Path root) {
     return root.resolve("examples/deploy-kai");
   }
 
+  /**
+   * The reference deployment's manifests rendered with the chart's KAI-dialect values: vgpu scheduling
+   * KAI's pods, queues and gangs itself ({@code vgpu.kaiDialect.enabled}, with KAI's CRDs).
+   */
+  public Path kaiDialectDeployDirectory() {
+    return root.resolve("examples/deploy-kai-dialect");
+  }
+
   /** Where the built-in suites live: one directory of scenarios per suite. */
   public Path suitesDirectory() {
     return root.resolve("examples/lab");

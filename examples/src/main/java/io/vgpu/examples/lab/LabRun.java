@@ -13,6 +13,7 @@ import io.vgpu.examples.lab.kubelet.PodWorker;
 import io.vgpu.examples.lab.kubescheduler.KubeSchedulerStandIn;
 import io.vgpu.examples.lab.report.LabReportBuilder;
 import io.vgpu.k8s.cli.UnavailableException;
+import io.vgpu.k8s.kai.KaiKeys;
 import io.vgpu.k8s.pod.PodJson;
 import io.vgpu.k8s.pod.PodRefs;
 import io.vgpu.k8s.simulate.Scenario;
@@ -47,6 +48,8 @@ public final class LabRun {
   private final Map<PodRef, Optional<String>> pods = new LinkedHashMap<>();
   private final ArrayNode timeline = PodJson.mapper().createArrayNode();
   private final Settling settling = new Settling();
+  /** The pods waiting for a queue or gang, and how often the scheduler woke each (KAI's dialect). */
+  private final WaitingPodWatch wakes;
   private ObjectNode writtenConfig;
 
   /**
@@ -59,6 +62,7 @@ public final class LabRun {
     this.cluster = cluster;
     this.settleTimeout = settleTimeout;
     this.writtenConfig = scenario.configWritten().map(c -> (ObjectNode) JacksonTrees.toJson(c)).orElse(PodJson.mapper().createObjectNode());
+    this.wakes = new WaitingPodWatch(cluster.client(), cluster.kaiDialect());
   }
 
   /**
@@ -68,6 +72,14 @@ public final class LabRun {
    * @throws UnavailableException when a wait times out or a component dies
    */
   public ObjectNode run() {
+    try {
+      return replay();
+    } finally {
+      wakes.close();
+    }
+  }
+
+  private ObjectNode replay() {
     settle("the cluster to start");
     List<ScenarioEvent> events = scenario.events();
     for (int i = 0; i < events.size(); i++) {
@@ -123,9 +135,13 @@ public final class LabRun {
     } else if (event instanceof ScenarioEvent.Scrape) {
       step.set("metrics", cluster.scrape());
     } else if (event instanceof ScenarioEvent.CreateQueue || event instanceof ScenarioEvent.CreatePodGroup) {
+      Map<String, Integer> waiting = wakes.waiting();
       cluster.createKaiObject(event);
+      awaitWoken(waiting, event);
     } else if (event instanceof ScenarioEvent.DeleteObject delete) {
+      Map<String, Integer> waiting = wakes.waiting();
       cluster.deleteKaiObject(delete);
+      awaitWoken(waiting, event);
     }
   }
 
@@ -223,6 +239,20 @@ public final class LabRun {
         map.putNull(k);
       }
     });
+  }
+
+  /**
+   * When vgpu schedules KAI's pods, waits until the scheduler has tried again every pod that waited for a
+   * queue or gang before a Queue or PodGroup changed: kube-scheduler does not watch those objects, so the
+   * scheduler clears each waiting pod's {@value KaiKeys#WAITING_ANNOTATION}, a change of the pod that
+   * kube-scheduler answers. Settling then waits for the attempts themselves.
+   */
+  private void awaitWoken(Map<String, Integer> waiting, ScenarioEvent event) {
+    if (!cluster.kaiDialect()) {
+      return;
+    }
+    await(() -> wakes.wokenSince(waiting), () -> "the scheduler to wake the pods waiting for a queue or gang after " + event.describe() + ": "
+        + String.join(", ", wakes.stillWaiting(waiting)));
   }
 
   /** Waits until no pod is in transit and the components have seen the event ({@link Settling}). */

@@ -26,8 +26,8 @@ import tools.jackson.databind.JsonNode;
  * hami} runs, the smoke scenario with a look at the report's shape), every attack of {@code --suite
  * attacks} (each refused or stopped, the honest pods beside it untouched), the node watchdog's (a container
  * escaping the interposer killed, or reported, by the real node agent; one within its grant untouched),
- * the cluster's other parts (the default scheduler, NVIDIA's runtime as the node's default), and the
- * kai suite (vgpu under KAI Scheduler's stand-in).
+ * the cluster's other parts (the default scheduler, NVIDIA's runtime as the node's default), the kai
+ * suite (vgpu under KAI Scheduler's stand-in) and the queues suite (KAI's pod dialect scheduled by vgpu).
  */
 class LabRunTest {
   private static JsonNode runAndCheck(String suiteFile) throws Exception {
@@ -114,6 +114,25 @@ class LabRunTest {
         assertThat(pod.path("containers").get(0).path("observed").get(0).path("result").asInt(-1)).as(pod.path("name").asString()).isZero();
       }
     }
+  }
+
+  /** The queues suite's scenarios, as {@code --suite queues} finds them. */
+  static Stream<String> queueScenarios() throws IOException {
+    try (Stream<Path> files = Files.list(LabHome.locate().suitesDirectory().resolve("queues"))) {
+      return files.map(f -> f.getFileName().toString()).filter(n -> n.endsWith(".yaml")).sorted().toList().stream().map(n -> "queues/" + n);
+    }
+  }
+
+  /**
+   * KAI's pod dialect scheduled by vgpu itself (the chart's KAI-dialect render): KAI's portions placed by
+   * vgpu's rules, a queue's limit, a queue that appears, a gang held until it fits whole, the queues on
+   * the scheduler's metrics; placed where simulate places them.
+   */
+  @ParameterizedTest
+  @MethodSource("queueScenarios")
+  void kaisPodDialectRunsThroughVgpusOwnSchedulerWithQueuesAndGangs(String file) throws Exception {
+    JsonNode report = runAndCheck(file);
+    assertThat(report.path("pods").findValues("waiting")).as("pods that wait say why").isNotEmpty();
   }
 
   @Test

@@ -31,6 +31,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.HashSet;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
@@ -173,6 +174,8 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
     long retryAt;
     long backoff = BACKOFF_START_MILLIS;
     Map<String, String> reasons = Map.of();
+    /** The pod's own object changed while it was being tried: the attempt's verdict may be stale. */
+    boolean changedDuringAttempt;
 
     Queued(String uid, PodRef ref, long order) {
       this.uid = uid;
@@ -437,6 +440,8 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
       track(after);
       if (!wasDone && terminal(after)) {
         clusterChanged();
+      } else if (metadataChanged(before, after)) {
+        podChanged(after.getMetadata().getUid());
       }
     }
 
@@ -448,6 +453,35 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
         gone.add(pod.getMetadata().getUid());
       }
       clusterChanged();
+    }
+  }
+
+  /** Whether an update changed the pod's labels or annotations (not only its status or resource version). */
+  private static boolean metadataChanged(Pod before, Pod after) {
+    return !Objects.equals(orEmpty(before.getMetadata().getAnnotations()), orEmpty(after.getMetadata().getAnnotations()))
+        || !Objects.equals(orEmpty(before.getMetadata().getLabels()), orEmpty(after.getMetadata().getLabels()));
+  }
+
+  private static Map<String, String> orEmpty(@Nullable Map<String, String> map) {
+    return map == null ? Map.of() : map;
+  }
+
+  /**
+   * An unschedulable pod whose own object changed is tried again, as kube-scheduler moves a pod out of its
+   * unschedulable queue on an update of the pod; one being tried now is tried once more after.
+   */
+  private void podChanged(String uid) {
+    synchronized (lock) {
+      Queued q = queue.get(uid);
+      if (q == null) {
+        return;
+      }
+      if (q.state == State.UNSCHEDULABLE) {
+        q.state = State.ACTIVE;
+      } else {
+        q.changedDuringAttempt = true;
+      }
+      lock.notifyAll();
     }
   }
 
@@ -685,9 +719,10 @@ public final class KubeSchedulerStandIn implements AutoCloseable {
       queued.state = State.UNSCHEDULABLE;
       queued.attemptGeneration = attemptGeneration;
       queued.backoff = BACKOFF_START_MILLIS;
-      if (attemptGeneration != generation) {
-        queued.state = State.ACTIVE; // the cluster changed during the attempt
+      if (attemptGeneration != generation || queued.changedDuringAttempt) {
+        queued.state = State.ACTIVE; // the cluster, or the pod itself, changed during the attempt
       }
+      queued.changedDuringAttempt = false;
     }
   }
 

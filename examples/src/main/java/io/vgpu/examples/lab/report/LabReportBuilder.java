@@ -20,6 +20,8 @@ import io.vgpu.k8s.codec.DeviceListCodec;
 import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.codec.NodeRegisterCodec;
 import io.vgpu.k8s.codec.ReasonCodec;
+import io.vgpu.k8s.kai.KaiKeys;
+import io.vgpu.k8s.kai.KaiPortionEnv;
 import io.vgpu.k8s.pod.PodJson;
 import io.vgpu.k8s.pod.PodRefs;
 import io.vgpu.k8s.simulate.SimulationJson;
@@ -35,6 +37,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.node.ArrayNode;
 import tools.jackson.databind.node.ObjectNode;
 
@@ -110,6 +113,12 @@ public final class LabReportBuilder {
       new java.util.TreeMap<>(annotations).forEach(written::put);
     }
     if (node.isEmpty()) {
+      // why vgpu's scheduler keeps a pod of KAI's dialect waiting whatever the nodes, as simulate says it
+      String waiting = annotations.get(KaiKeys.WAITING_ANNOTATION);
+      int colon = waiting == null ? -1 : waiting.indexOf(": ");
+      if (colon > 0) {
+        out.putObject("waiting").put("reason", waiting.substring(0, colon)).put("message", waiting.substring(colon + 2));
+      }
       Map<String, String> reasons = new LinkedHashMap<>();
       cluster.schedulers().forEach(s -> reasons.putAll(s.reasons(ref)));
       if (!reasons.isEmpty()) {
@@ -137,6 +146,18 @@ public final class LabReportBuilder {
     String message = pod.getStatus() == null ? null : pod.getStatus().getMessage();
     if (message != null && !message.isEmpty()) {
       out.put("message", message);
+    }
+    // a fraction of KAI's dialect: the portion the node agent gave its container (KAI's GPU_PORTION)
+    for (JsonNode c : containers) {
+      String portion = c.path("env").path(KaiPortionEnv.GPU_PORTION).asString("");
+      if (!portion.isEmpty() && PodRefs.annotations(pod).containsKey(HamiAnnotations.DEVICES_ALLOCATED)) {
+        try {
+          out.put("gpuPortion", Double.parseDouble(portion));
+        } catch (NumberFormatException e) {
+          // a container's own GPU_PORTION that is not a number: no portion to show
+        }
+        break;
+      }
     }
     return out;
   }
