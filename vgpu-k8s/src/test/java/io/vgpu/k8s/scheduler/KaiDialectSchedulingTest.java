@@ -150,6 +150,21 @@ class KaiDialectSchedulingTest {
   }
 
   @Test
+  void aQueueDeletedWithRunningPodsKeepsTheirGrantsCountedAndNewPodsWait() throws Exception {
+    queue("{'metadata':{'name':'brief'},'spec':{'resources':{'gpu':{'quota':1,'limit':-1,'overQuotaWeight':1}}}}");
+    startScheduler(Duration.ofSeconds(60));
+    assertThat(cluster.schedule(kaiPod("running", "brief", Map.of(), "'nvidia.com/gpu':'1'"), NODES)).isPresent();
+    client.genericKubernetesResources(KaiObjects.QUEUES).withName("brief").delete();
+    ClusterHarness.await(() -> cluster.server.engine().queues().isEmpty(), "the scheduler to see the Queue deleted");
+    assertThat(allocation("brief").orElseThrow().gpuHundredths()).isEqualTo(100);
+    assertThat(allocation("brief").orElseThrow().spec()).isEmpty();
+    Pod next = kaiPod("next", "brief", Map.of(), "'nvidia.com/gpu':'1'");
+    assertThat(cluster.filter(next, NODES).path("FailedNodes").path("n0").asString()).isEqualTo("QueueMissing: queue brief does not exist");
+    cluster.delete(new PodRef("default", "running"));
+    assertThat(allocation("brief")).isEmpty();
+  }
+
+  @Test
   void aGangWaitsForItsMembersThenIsReservedWholeAndEachMemberGetsItsNode() throws Exception {
     queue("{'metadata':{'name':'train'},'spec':{'resources':{'gpu':{'quota':-1,'limit':-1,'overQuotaWeight':1}}}}");
     podGroup("pg", 3);
