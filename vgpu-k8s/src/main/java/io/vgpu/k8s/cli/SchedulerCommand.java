@@ -219,6 +219,9 @@ public final class SchedulerCommand implements Callable<Integer> {
     } catch (IOException e) {
       // A listener that cannot bind, a grant key that cannot be read or made: the message says which.
       throw new UnavailableException(e.getMessage());
+    } catch (IllegalStateException e) {
+      // Caches that did not fill in time (the API server, or with --kai-dialect KAI's CRDs): the message says which.
+      throw new UnavailableException(e.getMessage());
     } finally {
       client.close();
     }
