@@ -127,11 +127,6 @@ public final class KaiDialectAdmission {
         decided.requestsDevices(), decided.removed());
   }
 
-  /** Whether a pod names KAI's scheduler, so that this turn applies to it. */
-  public boolean applies(Pod pod) {
-    return pod.getSpec() != null && kaiSchedulerName.equals(pod.getSpec().getSchedulerName());
-  }
-
   private static Map<String, Quantity> limits(Container c) {
     ResourceRequirements r = c.getResources();
     if (r == null) {
