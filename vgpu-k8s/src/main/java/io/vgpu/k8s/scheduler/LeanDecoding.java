@@ -40,7 +40,7 @@ final class LeanDecoding {
     module.addDeserializer(Pod.class, new ValueDeserializer<Pod>() {
       @Override
       public @Nullable Pod deserialize(JsonParser p, DeserializationContext ctxt) {
-        return pods.pod(p, ctxt);
+        return pods.pod(p);
       }
     });
     module.addDeserializer(Node.class, new ValueDeserializer<Node>() {
@@ -102,7 +102,7 @@ final class LeanDecoding {
       }
       boolean core = apiVersion == null || apiVersion.equals("v1");
       if (core && "Pod".equals(kind)) {
-        return pods.podFrom(p, ctxt, apiVersion, kind);
+        return pods.podFrom(p, apiVersion, kind);
       }
       if (core && "Node".equals(kind)) {
         return LeanReader.nodeFrom(p, apiVersion, kind);

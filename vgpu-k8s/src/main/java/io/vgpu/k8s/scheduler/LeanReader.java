@@ -24,7 +24,6 @@ import tools.jackson.core.JacksonException;
 import tools.jackson.core.JsonParser;
 import tools.jackson.core.JsonToken;
 import tools.jackson.core.exc.StreamReadException;
-import tools.jackson.databind.DeserializationContext;
 
 /**
  * Reads a pod or a node from the API server's JSON with a streaming parser, keeping only what the
@@ -77,20 +76,20 @@ final class LeanReader {
   // Pods
 
   /** A pod; the parser is on the object's {@code START_OBJECT} (or {@code null}, which gives null). */
-  @Nullable Pod pod(JsonParser p, DeserializationContext ctxt) {
+  @Nullable Pod pod(JsonParser p) {
     if (p.currentToken() == JsonToken.VALUE_NULL) {
       return null;
     }
     expect(p, JsonToken.START_OBJECT, "a pod");
     p.nextToken();
-    return podFrom(p, ctxt, null, null);
+    return podFrom(p, null, null);
   }
 
   /**
    * The rest of a pod whose {@code apiVersion} and {@code kind} were read already: the parser is on the
    * next property name, or on the object's {@code END_OBJECT}; it is left on that {@code END_OBJECT}.
    */
-  Pod podFrom(JsonParser p, DeserializationContext ctxt, @Nullable String apiVersion, @Nullable String kind) {
+  Pod podFrom(JsonParser p, @Nullable String apiVersion, @Nullable String kind) {
     Pod pod = new Pod();
     // The model's defaults ("v1", "Pod") stay unless the object names its own.
     if (apiVersion != null) {
@@ -107,7 +106,7 @@ final class LeanReader {
         case "apiVersion" -> pod.setApiVersion(string(p));
         case "kind" -> pod.setKind(string(p));
         case "metadata" -> pod.setMetadata(podMeta(p, drops));
-        case "spec" -> pod.setSpec(podSpec(p, ctxt));
+        case "spec" -> pod.setSpec(podSpec(p));
         case "status" -> pod.setStatus(podStatus(p));
         default -> p.skipChildren();
       }
@@ -213,7 +212,7 @@ final class LeanReader {
     return kept;
   }
 
-  private @Nullable PodSpec podSpec(JsonParser p, DeserializationContext ctxt) {
+  private @Nullable PodSpec podSpec(JsonParser p) {
     if (isNull(p)) {
       return null;
     }
@@ -247,7 +246,7 @@ final class LeanReader {
         case "affinity" -> {
           // Rare and nested: read as a whole, by the model's own binding.
           if (whole && !isNull(p)) {
-            spec.setAffinity(ctxt.readValue(p, Affinity.class));
+            spec.setAffinity(p.readValueAs(Affinity.class));
           } else {
             p.skipChildren();
           }

@@ -227,10 +227,10 @@ public final class SchedulerServer implements AutoCloseable {
       extenderRoutes.tls(keys);
     }
     // The filter's arguments are read with a streaming reader that reuses the previous call's names.
-    JsonMapper filterJson = JSON.rebuild().addModule(new ExtenderArgsReader().module()).build();
-    route(extenderRoutes, "POST", "/filter", extenderClients, r -> json(b.extender.filter(read(filterJson, r.body(), ExtenderArgs.class))));
+    ExtenderArgsReader filterArgs = new ExtenderArgsReader(JSON);
+    route(extenderRoutes, "POST", "/filter", extenderClients, r -> json(b.extender.filter(readFilterArgs(filterArgs, r.body()))));
     extenderRoutes.routeAsync(
-        "POST", "/bind", extenderClients.orElse(null), r -> b.extender.bind(read(JSON, r.body(), ExtenderBindingArgs.class), r.clientGone()).thenApply(SchedulerServer::json));
+        "POST", "/bind", extenderClients.orElse(null), r -> b.extender.bind(read(r.body(), ExtenderBindingArgs.class), r.clientGone()).thenApply(SchedulerServer::json));
     // A bind may wait up to --node-lock-retry-timeout without a byte on its connection.
     Duration idle = Duration.ofSeconds(30).compareTo(options.nodeLockRetryTimeout().plusSeconds(5)) >= 0 ? Duration.ofSeconds(30) : options.nodeLockRetryTimeout().plusSeconds(5);
     extenderRoutes.idleTimeout(idle);
@@ -311,12 +311,23 @@ public final class SchedulerServer implements AutoCloseable {
     };
   }
 
-  private static <T> T read(JsonMapper mapper, byte[] body, Class<T> type) throws HttpService.BadRequest {
+  private static ExtenderArgs readFilterArgs(ExtenderArgsReader reader, byte[] body) throws HttpService.BadRequest {
     if (body.length == 0) {
       throw new HttpService.BadRequest("request body is empty");
     }
     try {
-      return mapper.readValue(body, type);
+      return reader.read(body);
+    } catch (JacksonException e) {
+      throw new HttpService.BadRequest("malformed " + ExtenderArgs.class.getSimpleName() + " JSON: " + HttpService.oneLine(e.getOriginalMessage()));
+    }
+  }
+
+  private static <T> T read(byte[] body, Class<T> type) throws HttpService.BadRequest {
+    if (body.length == 0) {
+      throw new HttpService.BadRequest("request body is empty");
+    }
+    try {
+      return JSON.readValue(body, type);
     } catch (JacksonException e) {
       throw new HttpService.BadRequest("malformed " + type.getSimpleName() + " JSON: " + HttpService.oneLine(e.getOriginalMessage()));
     }
