@@ -2,6 +2,8 @@ package io.vgpu.k8s.scheduler;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.fabric8.kubernetes.api.model.Binding;
+import io.fabric8.kubernetes.api.model.BindingBuilder;
 import io.fabric8.kubernetes.api.model.Event;
 import io.fabric8.kubernetes.api.model.EventBuilder;
 import io.fabric8.kubernetes.api.model.ObjectReference;
@@ -9,16 +11,39 @@ import io.fabric8.kubernetes.api.model.ObjectReferenceBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
+import io.vgpu.api.PodRef;
+import io.vgpu.k8s.codec.HamiAnnotations;
 import java.time.Clock;
 import java.time.Instant;
 import java.time.ZoneOffset;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
-/** The bodies the scheduler writes by hand: golden strings, and the objects fabric8's model reads from them. */
+/** The Binding and Event bodies the scheduler writes by hand: golden strings, and the objects fabric8's model reads from them. */
 @EnableKubernetesMockClient(crud = true)
 class WrittenJsonTest {
   private static final KubernetesSerialization MODEL = new KubernetesSerialization();
   KubernetesClient client;
+
+  @Test
+  void aBindingCarriesTheMarkForThePod() {
+    Map<String, String> mark = new LinkedHashMap<>();
+    mark.put(HamiAnnotations.BIND_PHASE, "allocating");
+    mark.put(HamiAnnotations.BIND_TIME, "1764547200");
+    String json = Extender.bindingJson(new PodRef("team-a", "p1"), "uid-1", "worker1", mark);
+    assertThat(json).isEqualTo("{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"p1\",\"namespace\":\"team-a\",\"uid\":\"uid-1\","
+        + "\"annotations\":{\"hami.io/bind-phase\":\"allocating\",\"hami.io/bind-time\":\"1764547200\"}},"
+        + "\"target\":{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":\"worker1\"}}");
+    Binding expected = new BindingBuilder()
+        .withNewMetadata().withName("p1").withNamespace("team-a").withUid("uid-1").withAnnotations(mark).endMetadata()
+        .withNewTarget().withApiVersion("v1").withKind("Node").withName("worker1").endTarget().build();
+    assertThat(MODEL.unmarshal(json, Binding.class)).isEqualTo(expected);
+    // Without a mark or a UID (a pod without devices), neither is written.
+    assertThat(Extender.bindingJson(new PodRef("team-a", "plain"), null, "worker1", Map.of()))
+        .isEqualTo("{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"plain\",\"namespace\":\"team-a\"},"
+            + "\"target\":{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":\"worker1\"}}");
+  }
 
   @Test
   void anEventIsTheModelsEvent() {
