@@ -249,7 +249,8 @@ public final class Extender {
     ledger.filtering(ref, uid.isEmpty() ? null : uid);
     engine.release(ref);
     for (int attempt = 0; attempt < RESERVE_ATTEMPTS; attempt++) {
-      FilterResult result = engine.filterResolved(compiled, resolved, true);
+      // Every rejection (kube-scheduler gets each node's reason), but only the fitting nodes the event names.
+      FilterResult result = engine.filterResolved(compiled, resolved, MESSAGE_NODES);
       if (result.waiting().isPresent()) {
         return waiting(pod, ref, uid, candidates, result.waiting().get());
       }
@@ -275,7 +276,7 @@ public final class Extender {
         return ExtenderFilterResult.error("pod " + ref + ": writing the scheduling decision failed: " + e.getMessage());
       }
       metrics.schedulable(ref);
-      events.normal(pod, "FilteringSucceed", successMessage(candidates.size(), placement.node(), result.fitting()));
+      events.normal(pod, "FilteringSucceed", successMessage(candidates.size(), placement.node(), result.fitting(), result.fittingCount()));
       return new ExtenderFilterResult(null, List.of(placement.node()), failed.isEmpty() ? null : failed, null, "");
     }
     return ExtenderFilterResult.error("pod " + ref + ": every fitting node was taken by concurrent reservations; retry");
@@ -577,7 +578,7 @@ public final class Extender {
    * at most {@link #MESSAGE_NODES} of the fitting nodes (HAMi names them all: at thousands of nodes
    * that is formatting work, and bytes, the API server cuts off at 1024 characters).
    */
-  static String successMessage(int candidates, String node, List<FilterResult.NodeScore> fitting) {
+  static String successMessage(int candidates, String node, List<FilterResult.NodeScore> fitting, int fittingCount) {
     StringBuilder scores = new StringBuilder();
     int shown = Math.min(fitting.size(), MESSAGE_NODES);
     for (int i = 0; i < shown; i++) {
@@ -587,10 +588,10 @@ public final class Extender {
       }
       scores.append(s.node()).append(':').append(twoDecimals(Math.abs(s.score())));
     }
-    if (fitting.size() > shown) {
-      scores.append(",... ").append(fitting.size() - shown).append(" more");
+    if (fittingCount > shown) {
+      scores.append(",... ").append(fittingCount - shown).append(" more");
     }
-    return "find fit node(" + node + "), " + (candidates - fitting.size()) + " nodes not fit, " + fitting.size() + " nodes fit(" + scores + ")";
+    return "find fit node(" + node + "), " + (candidates - fittingCount) + " nodes not fit, " + fittingCount + " nodes fit(" + scores + ")";
   }
 
   /** What {@code String.format("%.2f", value)} gives, without a Formatter per node. */
