@@ -4,6 +4,8 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.vgpu.api.CardPortion;
 import io.vgpu.api.ContainerRequest;
 import io.vgpu.api.PodRequest;
+import io.vgpu.core.DeviceUsage;
+import io.vgpu.core.NodeUsage;
 import io.vgpu.k8s.pod.PodRequestException;
 import java.math.BigDecimal;
 import java.math.RoundingMode;
@@ -37,6 +39,23 @@ public final class KaiDialect {
     }
     Map<String, String> a = KaiGpuRequest.annotations(pod);
     return a.containsKey(KaiKeys.GPU_FRACTION) || a.containsKey(KaiKeys.GPU_MEMORY) || a.containsKey(KaiKeys.POD_GROUP_NAME);
+  }
+
+  /**
+   * KAI's {@code MinNodeGPUMemoryMiB}: the smallest card's memory floored to a multiple of 100 MiB, over
+   * the cards above 100 MiB; 0 when there is none.
+   */
+  public static int smallestCardMiB(List<NodeUsage> nodes) {
+    int smallest = 0;
+    for (NodeUsage node : nodes) {
+      for (DeviceUsage d : node.devices()) {
+        int floored = d.device().memoryMiB() - d.device().memoryMiB() % 100;
+        if (floored > 100 && (smallest == 0 || floored < smallest)) {
+          smallest = floored;
+        }
+      }
+    }
+    return smallest;
   }
 
   /** The pod's queue: its {@value KaiKeys#QUEUE_LABEL} label, else {@value KaiKeys#DEFAULT_QUEUE}. */

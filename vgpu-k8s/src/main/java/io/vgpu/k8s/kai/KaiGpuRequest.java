@@ -40,6 +40,23 @@ public record KaiGpuRequest(OptionalDouble fraction, OptionalLong memoryMiB, int
   }
 
   /**
+   * What the pod asks of its queue in cards while it is pending, as KAI counts it: a fraction rounded to
+   * hundredths per card ({@code round(f × 100) / 100}), a memory amount unrounded over the smallest card
+   * ({@code MiB / smallestCardMiB}, 0 when no card is known), whole cards as they are.
+   *
+   * @param smallestCardMiB the smallest card's memory floored to 100 MiB ({@link KaiDialect#smallestCardMiB})
+   */
+  public double pendingCards(int smallestCardMiB) {
+    if (fraction.isPresent()) {
+      return Math.round(fraction.getAsDouble() * 100) * devices / 100.0;
+    }
+    if (memoryMiB.isPresent()) {
+      return smallestCardMiB <= 0 ? 0 : (double) memoryMiB.getAsLong() * devices / smallestCardMiB;
+    }
+    return wholeCards;
+  }
+
+  /**
    * KAI admission's verdict on a pod's GPU request ({@code ValidateGpuRequests}): the message it denies
    * the pod with, or empty when it lets it through.
    */

@@ -10,7 +10,6 @@ import io.prometheus.metrics.model.snapshots.Labels;
 import io.prometheus.metrics.model.snapshots.MetricSnapshot;
 import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import io.vgpu.api.PodRef;
-import io.vgpu.core.DeviceUsage;
 import io.vgpu.core.Engine;
 import io.vgpu.core.NodeUsage;
 import io.vgpu.core.queue.QueueAllocation;
@@ -19,6 +18,7 @@ import io.vgpu.core.queue.QueueResource;
 import io.vgpu.core.queue.QueueShare;
 import io.vgpu.core.queue.QueueSpec;
 import io.vgpu.core.queue.ResourceDivision;
+import io.vgpu.k8s.kai.KaiDialect;
 import io.vgpu.k8s.kai.KaiGpuRequest;
 import io.vgpu.k8s.pod.PodCpu;
 import io.vgpu.k8s.pod.PodRefs;
@@ -92,7 +92,7 @@ final class QueueMetrics implements MultiCollector {
         requested.put(a.queue(), held.clone());
       }
     }
-    int smallestCard = smallestCardMiB();
+    int smallestCard = KaiDialect.smallestCardMiB(engine.usage());
     for (Pod pod : pods.get()) {
       if (!waiting(pod) || !speaks.test(pod)) {
         continue;
@@ -102,7 +102,7 @@ final class QueueMetrics implements MultiCollector {
         continue;
       }
       double[] asked = requested.computeIfAbsent(queue, q -> new double[3]);
-      asked[0] += pendingGpu(pod, smallestCard);
+      asked[0] += KaiGpuRequest.of(pod).pendingCards(smallestCard);
       try {
         asked[1] += PodCpu.requestMilli(pod);
       } catch (PodRequestException e) {
@@ -178,32 +178,6 @@ final class QueueMetrics implements MultiCollector {
     boolean bound = pod.getSpec() != null && pod.getSpec().getNodeName() != null && !pod.getSpec().getNodeName().isEmpty();
     PodRef ref = PodRefs.of(pod);
     return !bound && pod.getMetadata().getDeletionTimestamp() == null && !"Succeeded".equals(phase) && !"Failed".equals(phase) && engine.grant(ref).isEmpty();
-  }
-
-  /** A pending pod's GPU as KAI counts it, in cards. */
-  private static double pendingGpu(Pod pod, int smallestCardMiB) {
-    KaiGpuRequest gpu = KaiGpuRequest.of(pod);
-    if (gpu.fraction().isPresent()) {
-      return Math.round(gpu.fraction().getAsDouble() * 100) * gpu.devices() / 100.0;
-    }
-    if (gpu.memoryMiB().isPresent()) {
-      return smallestCardMiB <= 0 ? 0 : (double) gpu.memoryMiB().getAsLong() * gpu.devices() / smallestCardMiB;
-    }
-    return gpu.wholeCards();
-  }
-
-  /** The smallest card's memory floored to 100 MiB, over the cards above 100 MiB; 0 when there is none. */
-  private int smallestCardMiB() {
-    int smallest = 0;
-    for (NodeUsage node : engine.usage()) {
-      for (DeviceUsage d : node.devices()) {
-        int floored = d.device().memoryMiB() - d.device().memoryMiB() % 100;
-        if (floored > 100 && (smallest == 0 || floored < smallest)) {
-          smallest = floored;
-        }
-      }
-    }
-    return smallest;
   }
 
   /** The cards registered, and the nodes' allocatable CPU (millicores) and memory (MB). */

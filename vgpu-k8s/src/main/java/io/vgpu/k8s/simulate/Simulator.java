@@ -608,7 +608,7 @@ public final class Simulator {
     }
     Map<String, double[]> requested = new HashMap<>();
     Map<String, double[]> allocated = new HashMap<>();
-    int smallestCard = smallestFlooredCard();
+    int smallestCard = KaiDialect.smallestCardMiB(engine.usage());
     for (SimPod pod : pods.values()) {
       if (pod.phase == Phase.REJECTED || !kaiDialect(pod.pod)) {
         continue;
@@ -617,7 +617,7 @@ public final class Simulator {
       if (queue == null || !queues.containsKey(queue)) {
         continue;
       }
-      double gpu = pod.phase == Phase.RUNNING ? engine.chargedGpuHundredths(pod.ref) / 100.0 : pendingGpus(pod.pod, smallestCard);
+      double gpu = pod.phase == Phase.RUNNING ? engine.chargedGpuHundredths(pod.ref) / 100.0 : KaiGpuRequest.of(pod.pod).pendingCards(smallestCard);
       long cpu = Math.max(0, PodCpu.requestMilli(pod.pod));
       double[] amounts = {gpu, cpu, memoryMegabytes(pod.pod)};
       add(requested, queue, amounts);
@@ -635,32 +635,6 @@ public final class Simulator {
       out.add(new SimulationResult.QueueOutcome(spec.name(), spec.parent(), shares.get(spec.name())));
     }
     return out;
-  }
-
-  /** What a pending pod asks of its queue in cards, as KAI counts a pending pod. */
-  private static double pendingGpus(Pod pod, int smallestCard) {
-    KaiGpuRequest request = KaiGpuRequest.of(pod);
-    if (request.fraction().isPresent()) {
-      return Math.round(request.fraction().getAsDouble() * 100) * request.devices() / 100.0;
-    }
-    if (request.memoryMiB().isPresent()) {
-      return smallestCard <= 0 ? 0 : request.devices() * (double) request.memoryMiB().getAsLong() / smallestCard;
-    }
-    return request.wholeCards();
-  }
-
-  /** The smallest card's memory floored to 100 MiB, over cards above 100 MiB (KAI's {@code MinNodeGPUMemoryMiB}). */
-  private int smallestFlooredCard() {
-    int min = 0;
-    for (NodeUsage node : engine.usage()) {
-      for (DeviceUsage d : node.devices()) {
-        int floored = d.device().memoryMiB() - d.device().memoryMiB() % 100;
-        if (floored > 100 && (min == 0 || floored < min)) {
-          min = floored;
-        }
-      }
-    }
-    return min;
   }
 
   /** The pod's memory requests in MB (10^6 bytes), as KAI divides memory. */
