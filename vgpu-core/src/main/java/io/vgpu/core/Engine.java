@@ -530,29 +530,11 @@ public final class Engine {
    */
   public FilterResult filterResolved(CompiledRequest request, CandidateNodes candidates, boolean detailed) {
     boolean current = candidates.engine == this && candidates.membership == membership.get();
-    return scan(request, current ? candidates : resolve(candidates.names), detailed, Integer.MAX_VALUE);
-  }
-
-  /**
-   * As {@link #filterResolved(CompiledRequest, CandidateNodes, boolean)} with reasons, listing only the
-   * first {@code fittingListed} fitting nodes (in candidate order) and counting the rest ({@link
-   * FilterResult#fittingCount}): a scheduler that reports a handful of them makes no object per fitting
-   * node of thousands.
-   */
-  public FilterResult filterResolved(CompiledRequest request, CandidateNodes candidates, int fittingListed) {
-    if (fittingListed < 0) {
-      throw new IllegalArgumentException("fittingListed must not be negative: " + fittingListed);
-    }
-    boolean current = candidates.engine == this && candidates.membership == membership.get();
-    return scan(request, current ? candidates : resolve(candidates.names), true, fittingListed);
+    return scan(request, current ? candidates : resolve(candidates.names), detailed);
   }
 
   /** The filter's scan over the candidates, or over every registered node when they are {@code null}. */
   private FilterResult scan(CompiledRequest request, @Nullable CandidateNodes candidates, boolean detailed) {
-    return scan(request, candidates, detailed, Integer.MAX_VALUE);
-  }
-
-  private FilterResult scan(CompiledRequest request, @Nullable CandidateNodes candidates, boolean detailed, int fittingListed) {
     String queue = request.request.queue();
     if (queue != null) {
       Waiting missing = queues.admissible(queue);
@@ -570,7 +552,6 @@ public final class Engine {
     List<NodeRejection> rejections = detailed ? new ArrayList<>() : List.of();
     NodeState best = null;
     double bestScore = Double.NEGATIVE_INFINITY;
-    int fittingCount = 0;
 
     boolean fast = screen && request.policy.scoresNodeUsageOnly();
     NodeList list = nodeList;
@@ -595,8 +576,7 @@ public final class Engine {
         continue;
       }
       double score = request.policy.scoreNode(state, fast ? NO_PLACEMENT : fitter);
-      fittingCount++;
-      if (detailed && fitting.size() < fittingListed) {
+      if (detailed) {
         fitting.add(new FilterResult.NodeScore(state.name, score));
       }
       if (score > bestScore) {
@@ -605,7 +585,7 @@ public final class Engine {
       }
     }
     if (best == null) {
-      return new FilterResult(Optional.empty(), fitting, rejections, Optional.empty(), fittingCount);
+      return new FilterResult(Optional.empty(), fitting, rejections);
     }
     if (!fitter.fit(best, request, quota)) {
       throw new IllegalStateException("node " + best.name + " fitted during the scan but not on re-check");
@@ -618,7 +598,7 @@ public final class Engine {
         return FilterResult.waiting(over);
       }
     }
-    return new FilterResult(Optional.of(placement), fitting, rejections, Optional.empty(), detailed ? fittingCount : 0);
+    return new FilterResult(Optional.of(placement), fitting, rejections);
   }
 
   /**

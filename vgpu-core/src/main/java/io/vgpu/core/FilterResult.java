@@ -13,12 +13,9 @@ import java.util.Optional;
  *     asked for)
  * @param waiting why the pod waits whatever the cards (its queue is missing or at its limit), in which
  *     case there is no placement and no node is listed
- * @param fittingCount how many nodes the pod fits on when reasons were asked for, also those {@code
- *     fitting} leaves out when it lists only the first few ({@link Engine#filterResolved(CompiledRequest,
- *     CandidateNodes, int)}); 0 otherwise
  */
 public record FilterResult(
-    Optional<Placement> placement, List<NodeScore> fitting, List<NodeRejection> rejections, Optional<Waiting> waiting, int fittingCount) {
+    Optional<Placement> placement, List<NodeScore> fitting, List<NodeRejection> rejections, Optional<Waiting> waiting) {
 
   /** Copies the lists. */
   public FilterResult {
@@ -27,17 +24,9 @@ public record FilterResult(
     if (waiting.isPresent() && placement.isPresent()) {
       throw new IllegalArgumentException("a pod that waits has no placement");
     }
-    if (fittingCount < fitting.size()) {
-      throw new IllegalArgumentException("fittingCount " + fittingCount + " is below the " + fitting.size() + " fitting nodes listed");
-    }
   }
 
-  /** A result that lists every fitting node. */
-  public FilterResult(Optional<Placement> placement, List<NodeScore> fitting, List<NodeRejection> rejections, Optional<Waiting> waiting) {
-    this(placement, fitting, rejections, waiting, fitting.size());
-  }
-
-  /** A result without a pod-level wait that lists every fitting node. */
+  /** A result without a pod-level wait. */
   public FilterResult(Optional<Placement> placement, List<NodeScore> fitting, List<NodeRejection> rejections) {
     this(placement, fitting, rejections, Optional.empty());
   }
