@@ -530,11 +530,29 @@ public final class Engine {
    */
   public FilterResult filterResolved(CompiledRequest request, CandidateNodes candidates, boolean detailed) {
     boolean current = candidates.engine == this && candidates.membership == membership.get();
-    return scan(request, current ? candidates : resolve(candidates.names), detailed);
+    return scan(request, current ? candidates : resolve(candidates.names), detailed, Integer.MAX_VALUE);
+  }
+
+  /**
+   * As {@link #filterResolved(CompiledRequest, CandidateNodes, boolean)} with reasons, listing only the
+   * first {@code fittingListed} fitting nodes (in candidate order) and counting the rest ({@link
+   * FilterResult#fittingCount}): a scheduler that reports a handful of them makes no object per fitting
+   * node of thousands.
+   */
+  public FilterResult filterResolved(CompiledRequest request, CandidateNodes candidates, int fittingListed) {
+    if (fittingListed < 0) {
+      throw new IllegalArgumentException("fittingListed must not be negative: " + fittingListed);
+    }
+    boolean current = candidates.engine == this && candidates.membership == membership.get();
+    return scan(request, current ? candidates : resolve(candidates.names), true, fittingListed);
   }
 
   /** The filter's scan over the candidates, or over every registered node when they are {@code null}. */
   private FilterResult scan(CompiledRequest request, @Nullable CandidateNodes candidates, boolean detailed) {
+    return scan(request, candidates, detailed, Integer.MAX_VALUE);
+  }
+
+  private FilterResult scan(CompiledRequest request, @Nullable CandidateNodes candidates, boolean detailed, int fittingListed) {
     String queue = request.request.queue();
     if (queue != null) {
       Waiting missing = queues.admissible(queue);
@@ -552,6 +570,7 @@ public final class Engine {
     List<NodeRejection> rejections = detailed ? new ArrayList<>() : List.of();
     NodeState best = null;
     double bestScore = Double.NEGATIVE_INFINITY;
+    int fittingCount = 0;
 
     boolean fast = screen && request.policy.scoresNodeUsageOnly();
     NodeList list = nodeList;
@@ -576,7 +595,8 @@ public final class Engine {
         continue;
       }
       double score = request.policy.scoreNode(state, fast ? NO_PLACEMENT : fitter);
-      if (detailed) {
+      fittingCount++;
+      if (detailed && fitting.size() < fittingListed) {
         fitting.add(new FilterResult.NodeScore(state.name, score));
       }
       if (score > bestScore) {
@@ -585,7 +605,7 @@ public final class Engine {
       }
     }
     if (best == null) {
-      return new FilterResult(Optional.empty(), fitting, rejections);
+      return new FilterResult(Optional.empty(), fitting, rejections, Optional.empty(), fittingCount);
     }
     if (!fitter.fit(best, request, quota)) {
       throw new IllegalStateException("node " + best.name + " fitted during the scan but not on re-check");
@@ -598,7 +618,7 @@ public final class Engine {
         return FilterResult.waiting(over);
       }
     }
-    return new FilterResult(Optional.of(placement), fitting, rejections);
+    return new FilterResult(Optional.of(placement), fitting, rejections, Optional.empty(), detailed ? fittingCount : 0);
   }
 
   /**

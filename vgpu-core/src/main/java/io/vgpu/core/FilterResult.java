@@ -13,9 +13,12 @@ import java.util.Optional;
  *     asked for)
  * @param waiting why the pod waits whatever the cards (its queue is missing or at its limit), in which
  *     case there is no placement and no node is listed
+ * @param fittingCount how many nodes the pod fits on when reasons were asked for, also those {@code
+ *     fitting} leaves out when it lists only the first few ({@link Engine#filterResolved(CompiledRequest,
+ *     CandidateNodes, int)}); 0 otherwise
  */
 public record FilterResult(
-    Optional<Placement> placement, List<NodeScore> fitting, List<NodeRejection> rejections, Optional<Waiting> waiting) {
+    Optional<Placement> placement, List<NodeScore> fitting, List<NodeRejection> rejections, Optional<Waiting> waiting, int fittingCount) {
 
   /** Copies the lists. */
   public FilterResult {
@@ -24,9 +27,17 @@ public record FilterResult(
     if (waiting.isPresent() && placement.isPresent()) {
       throw new IllegalArgumentException("a pod that waits has no placement");
     }
+    if (fittingCount < fitting.size()) {
+      throw new IllegalArgumentException("fittingCount " + fittingCount + " is below the " + fitting.size() + " fitting nodes listed");
+    }
   }
 
-  /** A result without a pod-level wait. */
+  /** A result that lists every fitting node. */
+  public FilterResult(Optional<Placement> placement, List<NodeScore> fitting, List<NodeRejection> rejections, Optional<Waiting> waiting) {
+    this(placement, fitting, rejections, waiting, fitting.size());
+  }
+
+  /** A result without a pod-level wait that lists every fitting node. */
   public FilterResult(Optional<Placement> placement, List<NodeScore> fitting, List<NodeRejection> rejections) {
     this(placement, fitting, rejections, Optional.empty());
   }

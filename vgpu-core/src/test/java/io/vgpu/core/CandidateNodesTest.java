@@ -106,6 +106,20 @@ class CandidateNodesTest {
     assertThat(byResolution.rejections()).isEqualTo(byNames.rejections());
   }
 
+  /** Listing only the first few fitting nodes changes nothing else: the same placement, rejections and count. */
+  @Property(tries = 200)
+  void aCappedListingIsTheFullOnesPrefix(@ForAll("names") List<String> names, @ForAll @net.jqwik.api.constraints.IntRange(max = 8) int listed) {
+    Engine e = engineWithNodes();
+    CandidateNodes resolved = e.candidates(names, null);
+    CompiledRequest request = twoCards(e);
+    FilterResult full = e.filterResolved(request, resolved, true);
+    FilterResult capped = e.filterResolved(request, resolved, listed);
+    assertThat(capped.placement().map(Placement::node)).isEqualTo(full.placement().map(Placement::node));
+    assertThat(capped.rejections()).isEqualTo(full.rejections());
+    assertThat(capped.fittingCount()).isEqualTo(full.fitting().size()).isEqualTo(full.fittingCount());
+    assertThat(capped.fitting()).isEqualTo(full.fitting().subList(0, Math.min(listed, full.fitting().size())));
+  }
+
   @Provide
   Arbitrary<List<String>> names() {
     return Arbitraries.of("n0", "n1", "n2", "n3", "n4", "n5", "gone", "other").list().ofMaxSize(10);

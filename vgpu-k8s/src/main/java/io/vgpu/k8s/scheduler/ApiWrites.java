@@ -6,9 +6,11 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.http.HttpRequest;
 import io.fabric8.kubernetes.client.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The scheduler's writes whose answers it never reads: a pod's or node's merge patch and a create, sent
@@ -46,15 +48,25 @@ final class ApiWrites {
    * @param plural the collection's name
    */
   void create(String namespace, String plural, HasMetadata object) {
-    String body = client.getKubernetesSerialization().asJson(object);
-    send(client.getHttpClient().newHttpRequestBuilder().uri(base + "/api/v1/namespaces/" + namespace + "/" + plural).post(JSON, body));
+    create(namespace, plural, client.getKubernetesSerialization().asJson(object));
+  }
+
+  /**
+   * Creates a namespaced core object from its JSON, written by the caller (an Event, a Binding: the
+   * model's bean serialization was most of what writing one cost).
+   *
+   * @param plural the collection's name
+   */
+  void create(String namespace, String plural, String json) {
+    send(client.getHttpClient().newHttpRequestBuilder().uri(base + "/api/v1/namespaces/" + namespace + "/" + plural).post(JSON, json));
   }
 
   private void send(HttpRequest.Builder request) {
     long timeout = client.getConfiguration().getRequestTimeout();
-    HttpResponse<String> response;
+    HttpResponse<byte[]> response;
     try {
-      var sent = client.getHttpClient().sendAsync(request.build(), String.class);
+      // Bytes, made text only for a refusal: a success's body (the object written) is never read.
+      var sent = client.getHttpClient().sendAsync(request.build(), byte[].class);
       response = timeout > 0 ? sent.get(timeout, TimeUnit.MILLISECONDS) : sent.get();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -67,12 +79,13 @@ final class ApiWrites {
     if (response.code() >= 200 && response.code() < 300) {
       return;
     }
-    Status status = statusOf(response.body());
+    byte[] body = response.body();
+    Status status = statusOf(body == null ? null : new String(body, StandardCharsets.UTF_8));
     String message = status != null && status.getMessage() != null ? status.getMessage() : "HTTP " + response.code();
     throw new KubernetesClientException(message, response.code(), status);
   }
 
-  private Status statusOf(String body) {
+  private @Nullable Status statusOf(@Nullable String body) {
     if (body == null || body.isEmpty()) {
       return null;
     }

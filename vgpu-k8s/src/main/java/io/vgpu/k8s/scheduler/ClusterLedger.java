@@ -105,6 +105,8 @@ public final class ClusterLedger implements AutoCloseable {
   private final List<SharedIndexInformer<?>> informers = new ArrayList<>();
   private final Object nodeLock = new Object();
   private final Object podLock = new Object();
+  /** The informers' client, which decodes lean ({@link LeanDecoding}); null until started. */
+  private @Nullable KubernetesClient informerClient;
   private @Nullable SharedIndexInformer<Pod> pods;
   private @Nullable SharedIndexInformer<Node> nodes;
   private @Nullable SharedIndexInformer<ResourceQuota> quotas;
@@ -177,14 +179,19 @@ public final class ClusterLedger implements AutoCloseable {
     // The caches keep lean copies (LeanStore): at 50,000 pods the full objects would be most of the heap.
     // The CPU feed goes first on each informer, so a pod's CPU is known when its grant is restored.
     NodeCpuFeed cpu = new NodeCpuFeed(engine, this::node, this::pod);
-    nodes = client.nodes().withLimit(LIST_PAGE).runnableInformer(0).itemStore(LeanStore.nodes());
+    // Every list page and watch event is read straight into the caches' lean shape (LeanDecoding), and
+    // the handlers get those lean objects: nothing a handler reads is missing from them.
+    LeanStore<Pod> podStore = LeanStore.decodedPods();
+    KubernetesClient lean = LeanDecoding.client(client, podStore.reader(schema));
+    informerClient = lean;
+    nodes = lean.nodes().withLimit(LIST_PAGE).runnableInformer(0).itemStore(LeanStore.decodedNodes());
     nodes.addEventHandler(cpu.nodeHandler());
     nodes.addEventHandler(new NodeHandler());
-    quotas = client.resourceQuotas().inAnyNamespace().runnableInformer(0);
+    quotas = lean.resourceQuotas().inAnyNamespace().runnableInformer(0);
     quotas.addEventHandler(new ReconcileOnEvent<ResourceQuota>(quota -> refreshQuotas(quota.getMetadata().getNamespace())));
     // Listed in pages, as client-go's reflector lists: one body of every pod would be held whole while
     // decoded (hundreds of MB at 50,000 pods), and the JDK's HTTP/2 client keeps the last one it read.
-    pods = client.pods().inAnyNamespace().withLimit(LIST_PAGE).runnableInformer(0).itemStore(LeanStore.pods(schema));
+    pods = lean.pods().inAnyNamespace().withLimit(LIST_PAGE).runnableInformer(0).itemStore(podStore);
     pods.addEventHandler(cpu.podHandler());
     pods.addEventHandler(new PodHandler());
     // Nodes and quotas first, so that restored grants land on registered nodes.
@@ -438,6 +445,10 @@ public final class ClusterLedger implements AutoCloseable {
   @Override
   public void close() {
     informers.forEach(SharedIndexInformer::close);
+    KubernetesClient lean = informerClient;
+    if (lean != null) {
+      lean.close();
+    }
   }
 
   // --- Nodes

@@ -1,12 +1,11 @@
 package io.vgpu.k8s.scheduler;
 
-import io.fabric8.kubernetes.api.model.Event;
-import io.fabric8.kubernetes.api.model.EventBuilder;
 import io.fabric8.kubernetes.api.model.ObjectReference;
-import io.fabric8.kubernetes.api.model.ObjectReferenceBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.vgpu.k8s.pod.PodJson;
+import java.io.StringWriter;
 import java.time.Clock;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
@@ -15,8 +14,10 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import tools.jackson.core.JsonGenerator;
 
 /**
  * Records core/v1 Events on pods, as {@code kubectl describe pod} shows them. Recording is best effort:
@@ -72,41 +73,23 @@ public final class EventRecorder {
   }
 
   private void record(Pod pod, String type, String reason, String message) {
-    ObjectReference involved =
-        new ObjectReferenceBuilder()
-            .withApiVersion("v1")
-            .withKind("Pod")
-            .withName(pod.getMetadata().getName())
-            .withNamespace(pod.getMetadata().getNamespace())
-            .withUid(pod.getMetadata().getUid())
-            .build();
+    ObjectReference involved = new ObjectReference();
+    involved.setApiVersion("v1");
+    involved.setKind("Pod");
+    involved.setName(pod.getMetadata().getName());
+    involved.setNamespace(pod.getMetadata().getNamespace());
+    involved.setUid(pod.getMetadata().getUid());
     write(pod.getMetadata().getNamespace(), pod.getMetadata().getName(), involved, type, reason, message);
   }
 
   private void write(String namespace, String name, ObjectReference involved, String type, String reason, String message) {
-    String now = clock.instant().truncatedTo(ChronoUnit.SECONDS).toString();
-    String text = message.length() > MAX_MESSAGE ? message.substring(0, MAX_MESSAGE - 3) + "..." : message;
-    Event event =
-        new EventBuilder()
-            .withNewMetadata()
-            .withName(name + "." + Long.toHexString(Instant.now().toEpochMilli()) + sequence.incrementAndGet())
-            .withNamespace(namespace)
-            .endMetadata()
-            .withInvolvedObject(involved)
-            .withType(type)
-            .withReason(reason)
-            .withMessage(text)
-            .withNewSource()
-            .withComponent(component)
-            .endSource()
-            .withFirstTimestamp(now)
-            .withLastTimestamp(now)
-            .withCount(1)
-            .build();
+    Instant at = clock.instant();
+    String eventName = name + "." + Long.toHexString(Instant.now().toEpochMilli()) + sequence.incrementAndGet();
     try {
+      // Made and written on the recorder's thread: the caller only hands the fields over.
       writer.execute(() -> {
         try {
-          writes.create(namespace, "events", event);
+          writes.create(namespace, "events", json(eventName, namespace, involved, type, reason, message, at));
         } catch (KubernetesClientException e) {
           LOG.debug("could not record {} event on {}/{}: {}", reason, namespace, name, e.getMessage());
         }
@@ -115,6 +98,49 @@ public final class EventRecorder {
       if (dropped.incrementAndGet() % QUEUE == 1) {
         LOG.warn("the API server is behind on Events: {} dropped so far", dropped.get());
       }
+    }
+  }
+
+  /**
+   * A core/v1 Event's JSON: a message over {@value #MAX_MESSAGE} characters is cut, the timestamps are
+   * whole seconds, and an absent field of the involved object is left out.
+   */
+  String json(String eventName, String namespace, ObjectReference involved, String type, String reason, String message, Instant at) {
+    String now = at.truncatedTo(ChronoUnit.SECONDS).toString();
+    String text = message.length() > MAX_MESSAGE ? message.substring(0, MAX_MESSAGE - 3) + "..." : message;
+    StringWriter out = new StringWriter(256 + text.length());
+    try (JsonGenerator g = PodJson.mapper().createGenerator(out)) {
+      g.writeStartObject();
+      g.writeStringProperty("apiVersion", "v1");
+      g.writeStringProperty("kind", "Event");
+      g.writeObjectPropertyStart("metadata");
+      g.writeStringProperty("name", eventName);
+      g.writeStringProperty("namespace", namespace);
+      g.writeEndObject();
+      g.writeNumberProperty("count", 1);
+      g.writeStringProperty("firstTimestamp", now);
+      g.writeObjectPropertyStart("involvedObject");
+      optional(g, "apiVersion", involved.getApiVersion());
+      optional(g, "kind", involved.getKind());
+      optional(g, "name", involved.getName());
+      optional(g, "namespace", involved.getNamespace());
+      optional(g, "uid", involved.getUid());
+      g.writeEndObject();
+      g.writeStringProperty("lastTimestamp", now);
+      g.writeStringProperty("message", text);
+      g.writeStringProperty("reason", reason);
+      g.writeObjectPropertyStart("source");
+      g.writeStringProperty("component", component);
+      g.writeEndObject();
+      g.writeStringProperty("type", type);
+      g.writeEndObject();
+    }
+    return out.toString();
+  }
+
+  private static void optional(JsonGenerator g, String name, @Nullable String value) {
+    if (value != null) {
+      g.writeStringProperty(name, value);
     }
   }
 

@@ -1,7 +1,5 @@
 package io.vgpu.k8s.scheduler;
 
-import io.fabric8.kubernetes.api.model.Binding;
-import io.fabric8.kubernetes.api.model.BindingBuilder;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.NodeList;
@@ -39,6 +37,7 @@ import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderArgs;
 import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderBindingArgs;
 import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderBindingResult;
 import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderFilterResult;
+import java.io.StringWriter;
 import java.math.BigDecimal;
 import java.math.RoundingMode;
 import java.time.Clock;
@@ -61,6 +60,7 @@ import java.util.stream.Collectors;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import tools.jackson.core.JsonGenerator;
 import tools.jackson.databind.node.ObjectNode;
 
 /**
@@ -249,7 +249,8 @@ public final class Extender {
     ledger.filtering(ref, uid.isEmpty() ? null : uid);
     engine.release(ref);
     for (int attempt = 0; attempt < RESERVE_ATTEMPTS; attempt++) {
-      FilterResult result = engine.filterResolved(compiled, resolved, true);
+      // Every rejection (kube-scheduler gets each node's reason), but only the fitting nodes the event names.
+      FilterResult result = engine.filterResolved(compiled, resolved, MESSAGE_NODES);
       if (result.waiting().isPresent()) {
         return waiting(pod, ref, uid, candidates, result.waiting().get());
       }
@@ -275,7 +276,7 @@ public final class Extender {
         return ExtenderFilterResult.error("pod " + ref + ": writing the scheduling decision failed: " + e.getMessage());
       }
       metrics.schedulable(ref);
-      events.normal(pod, "FilteringSucceed", successMessage(candidates.size(), placement.node(), result.fitting()));
+      events.normal(pod, "FilteringSucceed", successMessage(candidates.size(), placement.node(), result.fitting(), result.fittingCount()));
       return new ExtenderFilterResult(null, List.of(placement.node()), failed.isEmpty() ? null : failed, null, "");
     }
     return ExtenderFilterResult.error("pod " + ref + ": every fitting node was taken by concurrent reservations; retry");
@@ -583,7 +584,7 @@ public final class Extender {
    * at most {@link #MESSAGE_NODES} of the fitting nodes (HAMi names them all: at thousands of nodes
    * that is formatting work, and bytes, the API server cuts off at 1024 characters).
    */
-  static String successMessage(int candidates, String node, List<FilterResult.NodeScore> fitting) {
+  static String successMessage(int candidates, String node, List<FilterResult.NodeScore> fitting, int fittingCount) {
     StringBuilder scores = new StringBuilder();
     int shown = Math.min(fitting.size(), MESSAGE_NODES);
     for (int i = 0; i < shown; i++) {
@@ -593,10 +594,10 @@ public final class Extender {
       }
       scores.append(s.node()).append(':').append(twoDecimals(Math.abs(s.score())));
     }
-    if (fitting.size() > shown) {
-      scores.append(",... ").append(fitting.size() - shown).append(" more");
+    if (fittingCount > shown) {
+      scores.append(",... ").append(fittingCount - shown).append(" more");
     }
-    return "find fit node(" + node + "), " + (candidates - fitting.size()) + " nodes not fit, " + fitting.size() + " nodes fit(" + scores + ")";
+    return "find fit node(" + node + "), " + (candidates - fittingCount) + " nodes not fit, " + fittingCount + " nodes fit(" + scores + ")";
   }
 
   /** What {@code String.format("%.2f", value)} gives, without a Formatter per node. */
@@ -952,28 +953,32 @@ public final class Extender {
     return CompletableFuture.anyOf(turn, abandoned).thenComposeAsync(next -> lock(ref, nodeName, deadline, inLine, abandoned), binds);
   }
 
-  /** Marks the pod {@code allocating} (with devices, under the node's lock) and posts the Binding. */
+  /**
+   * Marks the pod {@code allocating} (with devices, under the node's lock) and posts the Binding. The
+   * mark rides on the Binding, whose annotations the API server merges into the pod as it sets the pod's
+   * node: one write instead of HAMi's patch and Binding, and the pod is never marked without being
+   * bound. A pod that also gets KAI's GPU group labels, which a Binding cannot carry, is patched with them
+   * and the mark first, as HAMi does.
+   */
   private ExtenderBindingResult post(Pod pod, PodRef ref, String nodeName, @Nullable String uid, boolean usesDevices) {
     try {
+      Map<String, String> mark = Map.of();
       if (usesDevices) {
-        ObjectNode patch = PodJson.mapper().createObjectNode();
-        ObjectNode metadata = patch.putObject("metadata");
-        ObjectNode annotations = metadata.putObject("annotations");
-        annotations.put(HamiAnnotations.BIND_PHASE, "allocating");
-        annotations.put(HamiAnnotations.BIND_TIME, Long.toString(clock.instant().getEpochSecond()));
+        mark = new LinkedHashMap<>();
+        mark.put(HamiAnnotations.BIND_PHASE, "allocating");
+        mark.put(HamiAnnotations.BIND_TIME, Long.toString(clock.instant().getEpochSecond()));
         Map<String, String> groups = groupLabels(pod);
         if (!groups.isEmpty()) {
+          ObjectNode patch = PodJson.mapper().createObjectNode();
+          ObjectNode metadata = patch.putObject("metadata");
+          mark.forEach(metadata.putObject("annotations")::put);
           ObjectNode labels = metadata.putObject("labels");
           groups.forEach(labels::put);
+          writes.patchPod(ref.namespace(), ref.name(), patch.toString());
+          mark = Map.of();
         }
-        writes.patchPod(ref.namespace(), ref.name(), patch.toString());
       }
-      Binding binding =
-          new BindingBuilder()
-              .withNewMetadata().withName(ref.name()).withNamespace(ref.namespace()).withUid(uid).endMetadata()
-              .withNewTarget().withApiVersion("v1").withKind("Node").withName(nodeName).endTarget()
-              .build();
-      writes.create(ref.namespace(), "bindings", binding);
+      writes.create(ref.namespace(), "bindings", bindingJson(ref, uid, nodeName, mark));
     } catch (KubernetesClientException e) {
       if (usesDevices) {
         locks.release(nodeName, ref, false);
@@ -984,5 +989,40 @@ public final class Extender {
     gangHolds.bound(ref);
     events.normal(pod, "BindingSucceed", "bound to " + nodeName);
     return ExtenderBindingResult.OK;
+  }
+
+  /**
+   * A core/v1 Binding of the pod to the node, carrying {@code annotations} for the pod (none: no
+   * annotations object); the pod's UID, when known, makes the API server refuse it for another pod of
+   * the same name.
+   */
+  static String bindingJson(PodRef ref, @Nullable String uid, String nodeName, Map<String, String> annotations) {
+    StringWriter out = new StringWriter(256);
+    try (JsonGenerator g = PodJson.mapper().createGenerator(out)) {
+      g.writeStartObject();
+      g.writeStringProperty("apiVersion", "v1");
+      g.writeStringProperty("kind", "Binding");
+      g.writeObjectPropertyStart("metadata");
+      g.writeStringProperty("name", ref.name());
+      g.writeStringProperty("namespace", ref.namespace());
+      if (uid != null) {
+        g.writeStringProperty("uid", uid);
+      }
+      if (!annotations.isEmpty()) {
+        g.writeObjectPropertyStart("annotations");
+        for (Map.Entry<String, String> a : annotations.entrySet()) {
+          g.writeStringProperty(a.getKey(), a.getValue());
+        }
+        g.writeEndObject();
+      }
+      g.writeEndObject();
+      g.writeObjectPropertyStart("target");
+      g.writeStringProperty("apiVersion", "v1");
+      g.writeStringProperty("kind", "Node");
+      g.writeStringProperty("name", nodeName);
+      g.writeEndObject();
+      g.writeEndObject();
+    }
+    return out.toString();
   }
 }

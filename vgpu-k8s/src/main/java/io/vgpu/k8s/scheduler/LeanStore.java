@@ -25,6 +25,7 @@ import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BiFunction;
@@ -37,9 +38,11 @@ import org.slf4j.LoggerFactory;
  * An informer's store that keeps of each object only what the scheduler reads. A pod as the API server
  * serves it is 5 KB or more of JSON (managed fields, volumes, environment, status), and the informer
  * would hold all of it for every pod in the cluster, while the ledger reads a pod's name, its grant
- * annotations, its node, its containers' names and resources and its phase. Handlers still receive the
- * object as it arrived; what the store keeps, and so what {@code getByKey} and {@code list} return, is
- * the lean copy.
+ * annotations, its node, its containers' names and resources and its phase. A store made by {@link
+ * #pods} or {@link #nodes} copies each object it is given into that shape (the informer's handlers
+ * still receive the object as it arrived); the ledger's stores ({@link #decodedPods}, {@link
+ * #decodedNodes}) are given objects a {@link LeanReader} read in that shape to begin with, and keep them
+ * as they are.
  *
  * <p>Pods keep only the annotations and labels the scheduler reads ({@link #KEPT_POD_ANNOTATIONS}, {@link
  * #KEPT_POD_LABELS}: a label over its bound is not kept), each up to
@@ -95,21 +98,51 @@ final class LeanStore<T extends HasMetadata> implements ItemStore<T> {
    * resources of {@code schema}.
    */
   static LeanStore<Pod> pods(ResourceSchema schema) {
-    Set<String> resources = new HashSet<>(List.of(CPU, schema.countResource(), schema.memoryResource(), schema.memoryPercentageResource(), schema.coresResource()));
-    resources.remove("");
+    Set<String> resources = podResources(schema);
     Set<String> warned = ConcurrentHashMap.newKeySet();
-    return new LeanStore<>((key, pod) -> lean(pod, resources, (annotation, length) -> {
-      // One WARN per pod and annotation, however often the pod is updated (forgotten with the pod).
-      if (warned.add(key + "|" + annotation)) {
-        LOG.warn("pod {}: annotation {} is {} characters, over the {} the scheduler keeps: treated as unreadable", key, annotation, length,
-            KEPT_POD_ANNOTATIONS.get(annotation));
-      }
-    }), warned);
+    return new LeanStore<>((key, pod) -> lean(pod, resources, (annotation, length) -> warnOversize(warned, key, annotation, length)), warned);
+  }
+
+  /**
+   * A store of pods that arrive lean, read by {@link #reader(ResourceSchema)} (an informer whose client decodes with
+   * {@link LeanDecoding}): each is kept as it comes, without a copy.
+   */
+  static LeanStore<Pod> decodedPods() {
+    return new LeanStore<>((key, pod) -> pod, ConcurrentHashMap.newKeySet());
+  }
+
+  /**
+   * The streaming reader of this store's pods ({@link LeanReader#forCache}): it keeps what {@link
+   * #lean(Pod, Set, Oversize)} keeps, and warns of a dropped annotation once per pod as this store does.
+   */
+  LeanReader reader(ResourceSchema schema) {
+    Set<String> warnings = Objects.requireNonNull(warned, "a store of nodes has no pod reader");
+    return LeanReader.forCache(podResources(schema), (key, annotation, length) -> warnOversize(warnings, key, annotation, length));
   }
 
   /** A store of lean nodes. */
   static LeanStore<Node> nodes() {
     return new LeanStore<>((key, node) -> lean(node), null);
+  }
+
+  /** A store of nodes that arrive lean ({@link LeanReader}): each is kept as it comes. */
+  static LeanStore<Node> decodedNodes() {
+    return new LeanStore<>((key, node) -> node, null);
+  }
+
+  /** The container resources a lean pod keeps: the CPU and the vendor's device resources. */
+  static Set<String> podResources(ResourceSchema schema) {
+    Set<String> resources = new HashSet<>(List.of(CPU, schema.countResource(), schema.memoryResource(), schema.memoryPercentageResource(), schema.coresResource()));
+    resources.remove("");
+    return resources;
+  }
+
+  /** One WARN per pod and annotation, however often the pod is updated (forgotten with the pod). */
+  private static void warnOversize(Set<String> warned, String key, String annotation, int length) {
+    if (warned.add(key + "|" + annotation)) {
+      LOG.warn("pod {}: annotation {} is {} characters, over the {} the scheduler keeps: treated as unreadable", key, annotation, length,
+          KEPT_POD_ANNOTATIONS.get(annotation));
+    }
   }
 
   /** Whether a kept annotation's value was dropped for its length. */
@@ -213,7 +246,7 @@ final class LeanStore<T extends HasMetadata> implements ItemStore<T> {
    * pods most of the cache. The containers, init containers, overhead and init-container statuses the
    * readers look at stay as set.
    */
-  private static Pod withoutEmptyCollections(Pod pod) {
+  static Pod withoutEmptyCollections(Pod pod) {
     pod.setAdditionalProperties(null);
     ObjectMeta meta = pod.getMetadata();
     if (meta != null) {
@@ -264,7 +297,7 @@ final class LeanStore<T extends HasMetadata> implements ItemStore<T> {
     return pod;
   }
 
-  private static void withoutEmptyCollections(Container container) {
+  static void withoutEmptyCollections(Container container) {
     container.setAdditionalProperties(null);
     container.setArgs(null);
     container.setCommand(null);

@@ -229,7 +229,9 @@ public final class SchedulerServer implements AutoCloseable {
       webhookRoutes.tls(keys);
       extenderRoutes.tls(keys);
     }
-    route(extenderRoutes, "POST", "/filter", extenderClients, r -> json(b.extender.filter(read(r.body(), ExtenderArgs.class))));
+    // The filter's arguments are read with a streaming reader that reuses the previous call's names.
+    ExtenderArgsReader filterArgs = new ExtenderArgsReader(JSON);
+    route(extenderRoutes, "POST", "/filter", extenderClients, r -> json(b.extender.filter(readFilterArgs(filterArgs, r.body()))));
     extenderRoutes.routeAsync(
         "POST", "/bind", extenderClients.orElse(null), r -> b.extender.bind(read(r.body(), ExtenderBindingArgs.class), r.clientGone()).thenApply(SchedulerServer::json));
     // A bind may wait up to --node-lock-retry-timeout without a byte on its connection.
@@ -310,6 +312,17 @@ public final class SchedulerServer implements AutoCloseable {
       }
       return true;
     };
+  }
+
+  private static ExtenderArgs readFilterArgs(ExtenderArgsReader reader, byte[] body) throws HttpService.BadRequest {
+    if (body.length == 0) {
+      throw new HttpService.BadRequest("request body is empty");
+    }
+    try {
+      return reader.read(body);
+    } catch (JacksonException e) {
+      throw new HttpService.BadRequest("malformed " + ExtenderArgs.class.getSimpleName() + " JSON: " + HttpService.oneLine(e.getOriginalMessage()));
+    }
   }
 
   private static <T> T read(byte[] body, Class<T> type) throws HttpService.BadRequest {

@@ -11,6 +11,8 @@ import java.security.cert.CertificateException;
 import java.security.cert.CertificateFactory;
 import java.security.cert.X509Certificate;
 import java.util.List;
+import java.util.UUID;
+import javax.net.ssl.SSLSession;
 import javax.net.ssl.TrustManager;
 import javax.net.ssl.TrustManagerFactory;
 import javax.net.ssl.X509TrustManager;
@@ -25,6 +27,8 @@ public final class ClientCertificateAuthority {
   private final String source;
   private final List<X509Certificate> authorities;
   private final X509TrustManager trust;
+  /** Where a session keeps this authority's verdict: one name per authority, as several may judge one session. */
+  private final String sessionKey = "io.vgpu.trusted-until." + UUID.randomUUID();
 
   private ClientCertificateAuthority(String source, List<X509Certificate> authorities) throws GeneralSecurityException, IOException {
     this.source = source;
@@ -81,6 +85,30 @@ public final class ClientCertificateAuthority {
   /** The authorities, sent to clients as the acceptable issuers. */
   List<X509Certificate> authorities() {
     return authorities;
+  }
+
+  /**
+   * Whether the peer of a TLS session presented a chain that {@link #trusts(X509Certificate[])}; the
+   * verdict is kept with the session until the chain's first certificate expires, so that a connection
+   * kept alive is checked once, not once per request (a session's chain never changes, and whether it
+   * leads to these authorities changes only with time).
+   *
+   * @param chain the session's peer certificates, leaf first
+   */
+  public boolean trusts(SSLSession session, X509Certificate[] chain) {
+    long now = System.currentTimeMillis();
+    if (session.getValue(sessionKey) instanceof Long until && now < until) {
+      return true;
+    }
+    if (!trusts(chain)) {
+      return false;
+    }
+    long until = Long.MAX_VALUE;
+    for (X509Certificate c : chain) {
+      until = Math.min(until, c.getNotAfter().getTime());
+    }
+    session.putValue(sessionKey, until);
+    return true;
   }
 
   /** Whether {@code chain} (leaf first) leads to one of the authorities and may authenticate a client. */

@@ -537,7 +537,7 @@ public final class HttpService implements AutoCloseable {
         }
         chain[i] = x;
       }
-      if (!clients.trusts(chain)) {
+      if (!clients.trusts(session, chain)) {
         return Response.text(403, path + ": the client certificate is not signed by " + clients + "\n");
       }
       return null;

@@ -155,7 +155,10 @@ final class LabApiDispatcher extends Dispatcher {
     return request.getBody() == null ? "" : new String(request.getBody().getBytes(), StandardCharsets.UTF_8);
   }
 
-  /** Sets the pod's node once, as the API server's binding storage does; a second binding conflicts. */
+  /**
+   * Sets the pod's node once, with the Binding's annotations, as the API server's binding storage does;
+   * a second binding conflicts.
+   */
   private MockResponse bind(UserInfo user, ApiPath path, JsonNode binding) {
     String namespace = path.namespace();
     String name = path.name().isEmpty() ? binding.path("metadata").path("name").asString("") : path.name();
@@ -188,6 +191,12 @@ final class LabApiDispatcher extends Dispatcher {
         return Statuses.of(409, "Conflict", "Operation cannot be fulfilled on pods/binding \"" + name + "\": pod " + name + " is already assigned to node \"" + assigned + "\"");
       }
       pod.withObject("spec").put("nodeName", target);
+      // As the API server's binding storage does: the Binding's annotations are merged into the pod's.
+      JsonNode annotations = binding.path("metadata").path("annotations");
+      if (annotations.isObject() && !annotations.isEmpty()) {
+        ObjectNode podAnnotations = pod.withObject("metadata").withObject("annotations");
+        annotations.properties().forEach(e -> podAnnotations.set(e.getKey(), e.getValue()));
+      }
       ArrayNode conditions = pod.withObject("status").withArray("conditions");
       List<JsonNode> kept = new ArrayList<>();
       conditions.forEach(c -> {
