@@ -47,6 +47,11 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
   @Option(names = "--warmup", paramLabel = "W", description = "Pods of an unmeasured burst first (default: 200, at most one per node).")
   @Nullable Integer warmup;
 
+  @Option(names = "--steady-pods", paramLabel = "S",
+      description = "Pods of a second burst measured after the first, as a scheduler that has run a while meets them; at most the warm-up and"
+          + " the first burst together, 0 for none (default: as many as --pods; none when the cluster cannot hold them).")
+  @Nullable Integer steadyPods;
+
   @Option(names = "--binds-in-flight", paramLabel = "K", defaultValue = "16",
       description = "Binds kube-scheduler keeps in flight beside its scheduling cycle (default ${DEFAULT-VALUE}).")
   int bindsInFlight;
@@ -94,8 +99,13 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
     List<ThroughputResult> results = new ArrayList<>();
     for (int n : nodes) {
       int w = warmup != null ? warmup : Math.min(200, n);
+      int steady = steadyPods != null ? steadyPods : pods;
+      if (steady > w + pods) {
+        throw new CommandLine.ParameterException(spec.commandLine(),
+            "--steady-pods " + steady + " is more than the " + (w + pods) + " pods before it (--warmup " + w + " and --pods " + pods + "): its warm-up must be at least as large");
+      }
       ThroughputRun.Settings settings =
-          new ThroughputRun.Settings(n, pods, running, w, bindsInFlight, kubeletThreads, seed, timeout, javaOptions(), Optional.ofNullable(profile));
+          new ThroughputRun.Settings(n, pods, running, w, steady, bindsInFlight, kubeletThreads, seed, timeout, javaOptions(), Optional.ofNullable(profile));
       try (LabWorkspace workspace = keep == null ? LabWorkspace.temporary() : LabWorkspace.kept(nodes.size() == 1 ? keep : keep.resolve(n + "-nodes"))) {
         results.add(new ThroughputRun(home, settings, progress).run(workspace));
       }
@@ -116,9 +126,10 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
     return results.stream().allMatch(ThroughputBenchCommand::sound) ? 0 : 1;
   }
 
-  /** Every pod placed and bound once, no card over-committed. */
+  /** Every pod of both bursts placed and bound once, no card over-committed. */
   static boolean sound(ThroughputResult r) {
-    return r.audit().lostCount() == 0 && r.audit().overbookedCount() == 0 && r.successfulBinds() == r.pods();
+    boolean steadySound = r.steady().map(s -> s.audit().lostCount() == 0 && s.successfulBinds() == s.pods()).orElse(true);
+    return r.audit().lostCount() == 0 && r.audit().overbookedCount() == 0 && r.successfulBinds() == r.pods() && steadySound;
   }
 
   private void validate() {
@@ -133,6 +144,9 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
     }
     if (profile != null && nodes.size() > 1) {
       throw new CommandLine.ParameterException(spec.commandLine(), "--profile records one run: give one --nodes size");
+    }
+    if (steadyPods != null && steadyPods < 0) {
+      throw new CommandLine.ParameterException(spec.commandLine(), "--steady-pods " + steadyPods + " must not be negative");
     }
     if (warmup != null && warmup < 0) {
       throw new CommandLine.ParameterException(spec.commandLine(), "--warmup " + warmup + " must not be negative");

@@ -54,7 +54,34 @@ final class ThroughputReport {
     o.put("setupSeconds", r.setupSeconds());
     ArrayNode load = o.putArray("loadAverage");
     r.loadAverage().forEach(load::add);
+    // The steady state: null figures (and why) when the cluster could not hold a second burst.
+    ThroughputResult.Steady steady = r.steady().orElse(null);
+    o.put("steadyPods", steady == null ? 0 : steady.pods());
+    o.put("steadyWarmupPods", steady == null ? 0 : steady.warmupPods());
+    putOrNull(o, "schedulerCpuMsPerPodSteady", steady == null ? null : steady.schedulerCpuMsPerPod());
+    putOrNull(o, "standInCpuMsPerPodSteady", steady == null ? null : steady.standInCpuMsPerPod());
+    putOrNull(o, "filterP50MsSteady", steady == null ? null : steady.filterP50Ms());
+    putOrNull(o, "filterP99MsSteady", steady == null ? null : steady.filterP99Ms());
+    putOrNull(o, "bindP99MsSteady", steady == null ? null : steady.bindP99Ms());
+    putOrNull(o, "burstSecondsSteady", steady == null ? null : steady.burstSeconds());
+    o.put("placedSteady", steady == null ? 0 : steady.audit().placed());
+    o.put("bindsSteady", steady == null ? 0 : steady.successfulBinds());
+    o.put("lostSteady", steady == null ? 0 : steady.audit().lostCount());
+    if (steady != null) {
+      steady.audit().lost().forEach(problems::add);
+    }
+    if (!r.steadySkipped().isEmpty()) {
+      o.put("steadySkipped", r.steadySkipped());
+    }
     return o;
+  }
+
+  private static void putOrNull(ObjectNode o, String key, Double value) {
+    if (value == null) {
+      o.putNull(key);
+    } else {
+      o.put(key, value.doubleValue());
+    }
   }
 
   /** A table, one row per cluster size, then what went wrong, if anything. */
@@ -87,6 +114,19 @@ final class ThroughputReport {
       r.bindRejections().forEach((kind, n) -> out.append(where).append(n).append(" binds refused: ").append(kind).append('\n'));
       out.append(where).append(String.format(Locale.ROOT, "burst %.2f s, stand-ins' CPU %.2f ms per pod, set-up %.1f s, %d binds in flight, load average %s%n",
           r.burstSeconds(), r.standInCpuMsPerPod(), r.setupSeconds(), r.bindsInFlight(), r.loadAverage()));
+      if (r.steady().isPresent()) {
+        ThroughputResult.Steady s = r.steady().get();
+        out.append(where).append(String.format(Locale.ROOT,
+            "steady state (%d pods after %d): scheduler CPU %s ms per pod, filter p50/p99 %s / %s ms, bind p99 %s ms, burst %.2f s, stand-ins' CPU %.2f ms per pod%n",
+            s.pods(), s.warmupPods(), number(s.schedulerCpuMsPerPod()), number(s.filterP50Ms()), number(s.filterP99Ms()), number(s.bindP99Ms()), s.burstSeconds(),
+            s.standInCpuMsPerPod()));
+        s.audit().lost().forEach(l -> out.append(where).append("not placed (steady state): ").append(l).append('\n'));
+        if (s.successfulBinds() != s.pods()) {
+          out.append(where).append(s.successfulBinds()).append(" binds accepted for ").append(s.pods()).append(" steady-state pods\n");
+        }
+      } else if (!r.steadySkipped().isEmpty()) {
+        out.append(where).append("no steady-state burst: ").append(r.steadySkipped()).append('\n');
+      }
     }
     return out.toString();
   }

@@ -2,6 +2,7 @@ package io.vgpu.examples.throughput;
 
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * One run of the throughput benchmark.
@@ -28,6 +29,8 @@ import java.util.Map;
  * @param filterMisses filter calls during the burst that placed no pod
  * @param setupSeconds building the cluster and starting the scheduler, including its ledger rebuild
  * @param loadAverage the machine's one-minute load average before and after the burst
+ * @param steady the steady-state burst measured after the measured one, if the cluster held it
+ * @param steadySkipped why there is no steady-state burst when one was asked for, else empty
  */
 record ThroughputResult(
     int nodes,
@@ -50,4 +53,50 @@ record ThroughputResult(
     Map<String, Integer> bindRejections,
     int filterMisses,
     double setupSeconds,
-    List<Double> loadAverage) {}
+    List<Double> loadAverage,
+    Optional<Steady> steady,
+    String steadySkipped) {
+
+  /**
+   * A burst measured after a warm-up of at least as many pods (a scheduler that has been running for a
+   * while): the same measures as the first burst's, from a warm JVM, warm connections and caches.
+   *
+   * @param pods its pods
+   * @param warmupPods the pods the scheduler placed before it (the warm-up and the measured burst)
+   * @param burstSeconds from its first pod's creation to its last pod's handshake done
+   * @param schedulerCpuMsPerPod the scheduler process's CPU time over it, per pod
+   * @param standInCpuMsPerPod this process's CPU time over it, per pod
+   * @param filterP50Ms median filter call
+   * @param filterP99Ms 99th percentile filter call
+   * @param bindP99Ms 99th percentile bind call
+   * @param audit whether its pods were placed once and no card over-committed (counting every pod)
+   * @param successfulBinds binds the extender accepted during it
+   */
+  record Steady(
+      int pods,
+      int warmupPods,
+      double burstSeconds,
+      double schedulerCpuMsPerPod,
+      double standInCpuMsPerPod,
+      double filterP50Ms,
+      double filterP99Ms,
+      double bindP99Ms,
+      PlacementAudit audit,
+      int successfulBinds) {
+    /** The steady-state figures of {@code measure}, a burst of {@code audit}'s pods. */
+    static Steady of(BurstMeasure measure, int warmupPods, PlacementAudit audit) {
+      int pods = audit.placed() + audit.lostCount();
+      return new Steady(
+          pods,
+          warmupPods,
+          ThroughputRun.round(measure.seconds(), 3),
+          ThroughputRun.round(measure.schedulerCpuMs() / pods, 3),
+          ThroughputRun.round(measure.standInCpuMs() / pods, 3),
+          ThroughputRun.round(BurstRecorder.percentile(measure.filters(), 50), 2),
+          ThroughputRun.round(BurstRecorder.percentile(measure.filters(), 99), 2),
+          ThroughputRun.round(BurstRecorder.percentile(measure.binds(), 99), 2),
+          audit,
+          measure.successfulBinds());
+    }
+  }
+}

@@ -63,6 +63,8 @@ final class ThroughputRun {
    * @param pods the measured burst's pods
    * @param running pods running before the scheduler starts
    * @param warmup pods of the warm-up burst (JIT, connections), not measured
+   * @param steadyPods pods of the steady-state burst after the measured one (0: none); the warm-up and
+   *     the measured burst before it are its warm-up, so it must not exceed them
    * @param bindsInFlight kube-scheduler's binds in flight at most
    * @param kubeletThreads how many nodes the kubelet allocates on at once
    * @param seed the seed of the pods' shares
@@ -75,6 +77,7 @@ final class ThroughputRun {
       int pods,
       int running,
       int warmup,
+      int steadyPods,
       int bindsInFlight,
       int kubeletThreads,
       long seed,
@@ -104,9 +107,11 @@ final class ThroughputRun {
     for (int i = 0; i < settings.nodes(); i++) {
       nodeOrder.add(SyntheticCluster.nodeName(i));
     }
-    List<SyntheticCluster.Share> shares = SyntheticCluster.shares(settings.running() + settings.warmup() + settings.pods(), settings.seed());
+    int burstEnd = settings.running() + settings.warmup() + settings.pods();
+    List<SyntheticCluster.Share> shares = SyntheticCluster.shares(burstEnd + settings.steadyPods(), settings.seed());
     List<Pod> warmup = pending(cluster, "warmup", shares.subList(settings.running(), settings.running() + settings.warmup()));
-    List<Pod> burst = pending(cluster, "burst", shares.subList(settings.running() + settings.warmup(), shares.size()));
+    List<Pod> burst = pending(cluster, "burst", shares.subList(settings.running() + settings.warmup(), burstEnd));
+    List<Pod> steady = pending(cluster, "steady", shares.subList(burstEnd, shares.size()));
 
     BurstRecorder recorder = new BurstRecorder();
     InProcessEngine placer = new InProcessEngine(config, cluster, settings.nodes());
@@ -129,6 +134,16 @@ final class ThroughputRun {
         List<Pod> running = runningPods(placer, cluster, shares.subList(0, settings.running()), runningGrants);
         say("storing %d running pods", settings.running());
         api.load(running);
+      }
+
+      say("the bursts through the engine in-process");
+      InProcessRun inProcess = inProcess(config, cluster, runningGrants, warmup, burst, steady);
+      String steadySkipped = "";
+      if (!steady.isEmpty() && inProcess.steadyPlaced() < steady.size()) {
+        // A cluster too small for both bursts (the 10-node burst) has no steady state to measure.
+        steadySkipped = settings.nodes() + " nodes hold " + inProcess.steadyPlaced() + " of the " + steady.size() + " steady-state pods after the measured burst";
+        say("no steady-state burst: %s", steadySkipped);
+        steady = List.of();
       }
 
       SchedulerLaunch launch = SchedulerLaunch.plan(deployment, workspace, deviceConfigFile, kubeconfig);
@@ -155,51 +170,52 @@ final class ThroughputRun {
             say("warm-up: %d pods", warmup.size());
             burst(client, warmup, recorder, scheduler, settings.timeout());
           }
-          recorder.resetTimings();
           ProcessMeter meter = new ProcessMeter(scheduler.pid());
           ProcessMeter standIns = new ProcessMeter(ProcessHandle.current().pid());
           double loadBefore = loadAverage();
           say("burst: %d pods onto %d nodes", burst.size(), settings.nodes());
           settings.profile().ifPresent(meter::startRecording);
-          double cpuBefore = meter.cpuMillis();
-          double standInsBefore = standIns.cpuMillis();
-          double seconds = burst(client, burst, recorder, scheduler, settings.timeout());
-          double cpu = meter.cpuMillis() - cpuBefore;
-          double standInCpu = standIns.cpuMillis() - standInsBefore;
+          BurstMeasure measured = measure(client, burst, recorder, scheduler, meter, standIns);
           if (settings.profile().isPresent()) {
             meter.stopRecording();
+          }
+          Optional<BurstMeasure> steadyMeasure = Optional.empty();
+          if (!steady.isEmpty()) {
+            say("steady state: %d pods after %d warm-up pods", steady.size(), warmup.size() + burst.size());
+            steadyMeasure = Optional.of(measure(client, steady, recorder, scheduler, meter, standIns));
           }
           double loadAfter = loadAverage();
           double heap = meter.heapAfterFullGcMiB();
           double resident = meter.residentMiB();
           Set<PodRef> refs = refs(burst);
-          PlacementAudit audit = PlacementAudit.of(refs, client.pods().inNamespace(SyntheticCluster.NAMESPACE).list().getItems(), client.nodes().list().getItems());
-          say("the same burst through the engine in-process");
-          double engine = enginePodsPerSecond(config, cluster, runningGrants, warmup, burst);
-          double[] filters = recorder.filterMillis();
-          double[] binds = recorder.bindMillis();
+          List<Pod> placedPods = client.pods().inNamespace(SyntheticCluster.NAMESPACE).list().getItems();
+          List<Node> registered = client.nodes().list().getItems();
+          PlacementAudit audit = PlacementAudit.of(refs, placedPods, registered);
+          PlacementAudit steadyAudit = PlacementAudit.of(refs(steady), placedPods, registered);
           return new ThroughputResult(
               settings.nodes(),
               burst.size(),
               settings.running(),
               settings.bindsInFlight(),
-              round(seconds, 3),
-              round(burst.size() / seconds, 1),
-              round(cpu / burst.size(), 3),
-              round(standInCpu / burst.size(), 3),
-              round(BurstRecorder.percentile(filters, 50), 2),
-              round(BurstRecorder.percentile(filters, 99), 2),
-              round(BurstRecorder.percentile(binds, 50), 2),
-              round(BurstRecorder.percentile(binds, 99), 2),
+              round(measured.seconds(), 3),
+              round(burst.size() / measured.seconds(), 1),
+              round(measured.schedulerCpuMs() / burst.size(), 3),
+              round(measured.standInCpuMs() / burst.size(), 3),
+              round(BurstRecorder.percentile(measured.filters(), 50), 2),
+              round(BurstRecorder.percentile(measured.filters(), 99), 2),
+              round(BurstRecorder.percentile(measured.binds(), 50), 2),
+              round(BurstRecorder.percentile(measured.binds(), 99), 2),
               round(heap, 1),
               round(resident, 1),
-              round(engine, 1),
+              round(inProcess.podsPerSecond(), 1),
               audit,
-              recorder.successfulBinds(),
-              recorder.bindErrors(),
-              recorder.filterMisses(),
+              measured.successfulBinds(),
+              measured.bindErrors(),
+              measured.filterMisses(),
               round(setupSeconds, 2),
-              List.of(round(loadBefore, 2), round(loadAfter, 2)));
+              List.of(round(loadBefore, 2), round(loadAfter, 2)),
+              steadyMeasure.map(m -> ThroughputResult.Steady.of(m, warmup.size() + burst.size(), steadyAudit)),
+              steadySkipped);
         }
       } finally {
         scheduler.stop();
@@ -266,14 +282,35 @@ final class ThroughputRun {
     return names.subList(from, to);
   }
 
-  /** The same pods through an engine of this JVM, from the same start (running pods, warm-up); pods per second. */
-  private double enginePodsPerSecond(DeviceConfig config, SyntheticCluster cluster, List<PodGrant> running, List<Pod> warmup, List<Pod> burst) {
+  /**
+   * The bursts through an engine of this JVM from the same start (running pods, warm-up): the measured
+   * burst's pods per second, and how many steady-state pods still fit after it.
+   */
+  private InProcessRun inProcess(DeviceConfig config, SyntheticCluster cluster, List<PodGrant> running, List<Pod> warmup, List<Pod> burst, List<Pod> steady) {
     InProcessEngine engine = new InProcessEngine(config, cluster, settings.nodes());
     running.forEach(engine::hold);
     engine.scheduleAll(warmup);
     long start = System.nanoTime();
     engine.scheduleAll(burst);
-    return burst.size() / ((System.nanoTime() - start) / 1e9);
+    double podsPerSecond = burst.size() / ((System.nanoTime() - start) / 1e9);
+    return new InProcessRun(podsPerSecond, engine.scheduleAll(steady));
+  }
+
+  /** What the in-process engine made of the bursts. */
+  private record InProcessRun(double podsPerSecond, int steadyPlaced) {}
+
+  /**
+   * One measured burst: its pods created and allocated, with the scheduler's and this process's CPU
+   * over it and the extender calls kube-scheduler timed during it.
+   */
+  private BurstMeasure measure(KubernetesClient client, List<Pod> pods, BurstRecorder recorder, ComponentProcess scheduler, ProcessMeter meter, ProcessMeter standIns) {
+    recorder.resetTimings();
+    double cpuBefore = meter.cpuMillis();
+    double standInsBefore = standIns.cpuMillis();
+    double seconds = burst(client, pods, recorder, scheduler, settings.timeout());
+    double cpu = meter.cpuMillis() - cpuBefore;
+    double standInCpu = standIns.cpuMillis() - standInsBefore;
+    return new BurstMeasure(seconds, cpu, standInCpu, recorder.filterMillis(), recorder.bindMillis(), recorder.successfulBinds(), recorder.bindErrors(), recorder.filterMisses());
   }
 
   /** Creates the pods and waits until the kubelet allocated every one; the seconds that took. */

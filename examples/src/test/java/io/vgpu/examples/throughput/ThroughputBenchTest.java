@@ -46,6 +46,25 @@ class ThroughputBenchTest {
       assertThat(report.path(key).asDouble()).as(key).isPositive();
     }
     assertThat(report.path("filterP99Ms").asDouble()).isGreaterThanOrEqualTo(report.path("filterP50Ms").asDouble());
+    // The steady state: a second burst as large as the first, after the warm-up and the first burst.
+    assertThat(report.path("steadyPods").asInt()).isEqualTo(50);
+    assertThat(report.path("steadyWarmupPods").asInt()).isEqualTo(55);
+    assertThat(report.path("placedSteady").asInt()).isEqualTo(50);
+    assertThat(report.path("bindsSteady").asInt()).isEqualTo(50);
+    assertThat(report.path("lostSteady").asInt()).isZero();
+    assertThat(report.has("steadySkipped")).isFalse();
+    for (String key : new String[] {"schedulerCpuMsPerPodSteady", "standInCpuMsPerPodSteady", "filterP50MsSteady", "filterP99MsSteady", "burstSecondsSteady"}) {
+      assertThat(report.path(key).asDouble()).as(key).isPositive();
+    }
     assertThat(Files.readString(plot)).startsWith("<svg").contains("20");
+  }
+
+  @Test
+  void aSteadyBurstLargerThanWhatWentBeforeItIsRefusedNamingTheOptions() {
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    int code = Vgpu.run(new String[] {"throughput-bench", "--nodes", "20", "--pods", "50", "--warmup", "5", "--steady-pods", "56"}, new PrintWriter(out, true), new PrintWriter(err, true));
+    assertThat(code).isEqualTo(2);
+    assertThat(err.toString()).startsWith("vgpu: --steady-pods 56 is more than the 55 pods before it (--warmup 5 and --pods 50): its warm-up must be at least as large");
   }
 }
