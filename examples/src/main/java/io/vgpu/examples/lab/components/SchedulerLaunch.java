@@ -10,6 +10,7 @@ import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -187,12 +188,43 @@ public final class SchedulerLaunch {
     return Optional.empty();
   }
 
-  /** A loopback port free now. */
+  /** Where the ports a component listens on are drawn from: below the kernel's ephemeral range. */
+  private static final int LISTEN_PORTS_FROM = 20000;
+
+  /**
+   * A loopback port free now, for a component to listen on. It is drawn below the kernel's ephemeral
+   * range ({@code ip_local_port_range}): a port the kernel handed out ({@code bind(0)}) can be given
+   * again, between the check and the component's own bind, to one of the lab's many outgoing
+   * connections, and the component then fails to start with "address already in use".
+   */
   public static int freePort() {
+    int below = ephemeralRangeStart();
+    if (below - LISTEN_PORTS_FROM >= 1000) {
+      ThreadLocalRandom random = ThreadLocalRandom.current();
+      for (int attempt = 0; attempt < 200; attempt++) {
+        int port = random.nextInt(LISTEN_PORTS_FROM, below);
+        try (ServerSocket socket = new ServerSocket()) {
+          socket.setReuseAddress(false);
+          socket.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 1);
+          return port;
+        } catch (IOException e) {
+          // taken: draw another
+        }
+      }
+    }
     try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
       return socket.getLocalPort();
     } catch (IOException e) {
       throw new UncheckedIOException("no free port", e);
+    }
+  }
+
+  /** The first port of the kernel's ephemeral range (Linux), or 0 when it cannot be read. */
+  private static int ephemeralRangeStart() {
+    try {
+      return Integer.parseInt(Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).trim().split("\\s+")[0]);
+    } catch (IOException | RuntimeException e) {
+      return 0;
     }
   }
 }
