@@ -66,7 +66,7 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
   Duration timeout;
 
   @Option(names = "--scheduler-java-options", paramLabel = "OPTIONS",
-      description = "The scheduler JVM's options, space-separated (default: none, the JVM's own ergonomics), e.g. -XX:StartFlightRecording=filename=s.jfr.")
+      description = "The scheduler JVM's options, space-separated (default: those vgpu's image starts it with, read from images/vgpu/Dockerfile), e.g. -XX:+UseSerialGC -XX:StartFlightRecording=filename=s.jfr.")
   @Nullable String schedulerJavaOptions;
 
   @Option(names = "--profile", paramLabel = "FILE",
@@ -105,7 +105,7 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
             "--steady-pods " + steady + " is more than the " + (w + pods) + " pods before it (--warmup " + w + " and --pods " + pods + "): its warm-up must be at least as large");
       }
       ThroughputRun.Settings settings =
-          new ThroughputRun.Settings(n, pods, running, w, steady, bindsInFlight, kubeletThreads, seed, timeout, javaOptions(), Optional.ofNullable(profile));
+          new ThroughputRun.Settings(n, pods, running, w, steady, bindsInFlight, kubeletThreads, seed, timeout, javaOptions(home), Optional.ofNullable(profile));
       try (LabWorkspace workspace = keep == null ? LabWorkspace.temporary() : LabWorkspace.kept(nodes.size() == 1 ? keep : keep.resolve(n + "-nodes"))) {
         results.add(new ThroughputRun(home, settings, progress).run(workspace));
       }
@@ -159,7 +159,10 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
     }
   }
 
-  private List<String> javaOptions() {
-    return schedulerJavaOptions == null || schedulerJavaOptions.isBlank() ? List.of() : List.of(schedulerJavaOptions.trim().split("\\s+"));
+  private List<String> javaOptions(LabHome home) {
+    if (schedulerJavaOptions == null) {
+      return ImageJavaOptions.read(home.root().resolve("images/vgpu/Dockerfile"));
+    }
+    return schedulerJavaOptions.isBlank() ? List.of() : List.of(schedulerJavaOptions.trim().split("\\s+"));
   }
 }
