@@ -16,12 +16,14 @@ import io.vgpu.core.NodeDevices;
 import io.vgpu.core.Placement;
 import io.vgpu.core.ReserveResult;
 import io.vgpu.core.policy.TargetWorkload;
+import io.vgpu.k8s.kubescheduler.FeasibleNodes;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.SplittableRandom;
+import java.util.function.BiConsumer;
 
 /**
  * One run of the protocol with the scheduler as it is deployed ({@code placement-bench --as-deployed}):
@@ -35,6 +37,17 @@ import java.util.SplittableRandom;
  * the nodes whose CPU and memory fit, in the run's tie order, and places the CPU-only pods, which never
  * reach the extender. Each placed pod's CPU is then reported to the engine as the pod informer reports
  * a bound pod.
+ *
+ * <p>Which of the fitting nodes kube-scheduler passes follows its {@code percentageOfNodesToScore}
+ * ({@link FeasibleNodes}): each scheduling cycle walks the nodes in the tie order from where the
+ * previous cycle stopped, and stops once it has found its share of them feasible. With the chart's 100
+ * that is every fitting node, in the tie order, for every pod. With less, a pod whose extender finds no
+ * node in its share is tried again on the next share, as kube-scheduler requeues a pod the extender
+ * refused and tries it again from where the last cycle stopped; only once the shares have covered every
+ * node (nothing changes in between) does the pod fit nowhere, which is the protocol's refusal. Two
+ * kube-schedulers sample: the one the chart deploys, for the pods handed to vgpu's scheduler, and the
+ * cluster's own for the CPU-only pods it places; each keeps its own start, and both take the run's
+ * percentage, so that the runs differ in that alone.
  *
  * <p>The cluster is the oracle run's ({@link SimCluster}): 16,000 MiB and 100 compute units per GPU,
  * sharers not limited, a pod's GPU share asked as {@code nvidia.com/gpumem} (16 MiB per milli) and
@@ -80,12 +93,50 @@ final class AsDeployedSimulation {
     }
   }
 
+  /**
+   * How the deployment the run plays is set up.
+   *
+   * @param cpuOnlyPods who places the pods that ask for no GPU
+   * @param percentageOfNodesToScore kube-scheduler's {@code percentageOfNodesToScore}, 0 to 100 (0: its
+   *     adaptive share)
+   */
+  record Setup(CpuOnlyPods cpuOnlyPods, int percentageOfNodesToScore) {
+    /** What the chart deploys: {@code percentageOfNodesToScore: 100}. */
+    static final int CHART_PERCENTAGE = 100;
+
+    Setup {
+      if (percentageOfNodesToScore < 0 || percentageOfNodesToScore > 100) {
+        throw new IllegalArgumentException("percentageOfNodesToScore " + percentageOfNodesToScore + " is not from 0 to 100");
+      }
+    }
+
+    /** As the chart deploys kube-scheduler, with the CPU-only pods placed as given. */
+    static Setup chart(CpuOnlyPods cpuOnlyPods) {
+      return new Setup(cpuOnlyPods, CHART_PERCENTAGE);
+    }
+
+    /** How many feasible nodes a scheduling cycle stops at in a cluster of {@code nodes}. */
+    int feasibleNodesToFind(int nodes) {
+      return FeasibleNodes.numToFind(percentageOfNodesToScore, nodes);
+    }
+  }
+
+  private static final String DOES_NOT_FIT = "Insufficient cpu or memory";
+
   private final SimCluster cluster;
   private final SimCluster.View view;
   private final Engine engine;
   private final PolicyOverrides overrides;
   private final CpuOnlyPods cpuOnlyPods;
+  private final int percentageOfNodesToScore;
   private final int[] nodeOrder;
+  /** Node names in the tie order: the order kube-scheduler lists the nodes in. */
+  private final List<String> listed;
+  /** The kube-scheduler the chart deploys: it hands vgpu's scheduler the pods that name it. */
+  private final FeasibleNodes chartKubeScheduler = new FeasibleNodes();
+  /** The cluster's own kube-scheduler: it places the CPU-only pods vgpu's scheduler is not handed. */
+  private final FeasibleNodes clusterKubeScheduler = new FeasibleNodes();
+  private BiConsumer<TracePod, List<String>> cycleListener = (pod, nodes) -> {};
   private final Map<String, Integer> nodeIndex = new HashMap<>();
   private final TargetWorkload measure;
   private final double[] nodeFragmentation;
@@ -97,15 +148,21 @@ final class AsDeployedSimulation {
    * @param policy the policy every pod's annotation names
    * @param nodeOrder the order kube-scheduler lists feasible nodes in (node positions)
    * @param measure the workload the reports measure fragmentation against (the trace's typical pods)
-   * @param cpuOnlyPods who places the pods that ask for no GPU
+   * @param setup who places the pods that ask for no GPU, and kube-scheduler's percentage of nodes to score
    */
-  AsDeployedSimulation(List<TraceNode> nodes, String policy, int[] nodeOrder, TargetWorkload measure, CpuOnlyPods cpuOnlyPods) {
+  AsDeployedSimulation(List<TraceNode> nodes, String policy, int[] nodeOrder, TargetWorkload measure, Setup setup) {
     this.cluster = new SimCluster(nodes);
-    this.cpuOnlyPods = cpuOnlyPods;
+    this.cpuOnlyPods = setup.cpuOnlyPods();
+    this.percentageOfNodesToScore = setup.percentageOfNodesToScore();
     this.view = cluster.view();
     this.engine = Engine.builder().config(EngineConfig.DEFAULT).build();
     this.overrides = PolicyCatalog.annotationsOf(policy);
     this.nodeOrder = nodeOrder;
+    List<String> listed = new ArrayList<>(nodeOrder.length);
+    for (int i : nodeOrder) {
+      listed.add(nodes.get(i).name());
+    }
+    this.listed = List.copyOf(listed);
     this.measure = measure;
     this.nodeFragmentation = new double[cluster.nodeCount];
     for (int i = 0; i < cluster.nodeCount; i++) {
@@ -135,14 +192,14 @@ final class AsDeployedSimulation {
    * (the shuffle, the inflation or deflation, the node order for ties), so both runs see the same pods
    * in the same order.
    */
-  static SeedResult run(PreparedTrace trace, String policy, CpuOnlyPods cpuOnlyPods, double inflate, long seed) {
+  static SeedResult run(PreparedTrace trace, String policy, Setup setup, double inflate, long seed) {
     long start = System.nanoTime();
     SplittableRandom random = new SplittableRandom(seed);
     List<TraceNode> nodes = trace.trace().nodes();
     long capacity = nodes.stream().mapToLong(TraceNode::gpus).sum() * TracePod.WHOLE_GPU;
     List<TracePod> arrivals = Arrivals.of(trace.pods(), capacity, inflate, random);
     int[] nodeOrder = Simulation.tieOrder(nodes, random);
-    AsDeployedSimulation sim = new AsDeployedSimulation(nodes, policy, nodeOrder, trace.typical(), cpuOnlyPods);
+    AsDeployedSimulation sim = new AsDeployedSimulation(nodes, policy, nodeOrder, trace.typical(), setup);
     Recorder recorder = new Recorder(arrivals.size(), capacity);
     long arrived = 0;
     for (int p = 0; p < arrivals.size(); p++) {
@@ -164,12 +221,52 @@ final class AsDeployedSimulation {
     return engine;
   }
 
+  /** Tells {@code listener} the nodes each scheduling cycle hands on, with the pod it is for. */
+  void onCycle(BiConsumer<TracePod, List<String>> listener) {
+    this.cycleListener = listener;
+  }
+
   /**
    * Places one pod as the deployment would: a GPU pod through the extender's engine calls, a CPU-only
-   * pod by kube-scheduler's default scores. Returns the node, or empty when the pod fits nowhere.
+   * pod by kube-scheduler's default scores, each cycle over the nodes its kube-scheduler hands on.
+   * Returns the node, or empty when the pod fits nowhere.
    */
   Optional<String> schedule(TracePod pod, PodRef ref) {
-    List<String> feasible = feasible(pod);
+    FeasibleNodes kubeScheduler = pod.gpus() == 0 && cpuOnlyPods == CpuOnlyPods.DEFAULT_SCHEDULER ? clusterKubeScheduler : chartKubeScheduler;
+    int offered = 0;
+    int feasibleCount = -1;
+    while (true) {
+      List<String> handedOn = cycle(kubeScheduler, pod);
+      if (handedOn.isEmpty()) {
+        return Optional.empty();
+      }
+      Optional<String> node = scheduleWithin(handedOn, pod, ref);
+      if (node.isPresent()) {
+        return node;
+      }
+      // Refused: kube-scheduler tries the pod again from where its last cycle stopped, until the
+      // cycles have been through every fitting node; the cluster does not change in between.
+      if (feasibleCount < 0) {
+        feasibleCount = feasible(pod).size();
+      }
+      offered += handedOn.size();
+      if (offered >= feasibleCount) {
+        return Optional.empty();
+      }
+    }
+  }
+
+  /** One scheduling cycle of {@code kubeScheduler}: the fitting nodes it finds from where it last stopped. */
+  private List<String> cycle(FeasibleNodes kubeScheduler, TracePod pod) {
+    List<String> handedOn =
+        kubeScheduler.select(
+            listed, percentageOfNodesToScore, name -> KubeDefaultProfile.feasible(cluster, nodeIndex.get(name), pod) ? null : DOES_NOT_FIT, new HashMap<>());
+    cycleListener.accept(pod, handedOn);
+    return handedOn;
+  }
+
+  /** Places one pod on one of {@code feasible}, the nodes of one cycle, or answers empty. */
+  private Optional<String> scheduleWithin(List<String> feasible, TracePod pod, PodRef ref) {
     int node;
     int count = 0;
     if (pod.gpus() == 0) {
@@ -200,7 +297,10 @@ final class AsDeployedSimulation {
     return Optional.of(cluster.names[node]);
   }
 
-  /** The nodes kube-scheduler finds feasible for the pod (CPU and memory), in the order it lists them. */
+  /**
+   * Every node kube-scheduler finds feasible for the pod (CPU and memory), in the order it lists them:
+   * what a cycle hands on with the chart's percentage, and what the cycles cover before a pod is refused.
+   */
   List<String> feasible(TracePod pod) {
     List<String> feasible = new ArrayList<>(nodeOrder.length);
     for (int i : nodeOrder) {

@@ -12,9 +12,11 @@ import java.util.function.ToDoubleFunction;
  * seed}, {@code unallocatedAt100}, {@code finalAllocation}, {@code curve} (unallocated % by arrived %,
  * keys "75" to "130"), {@code fragmentationAmountAt100}, {@code fragmentationRateAt100} and {@code
  * wallSeconds}; median and mean have the same keys but the seed. With as-deployed runs, each object
- * also has {@code "asDeployed": {"cpuOnlyPods", "seeds", "median", "mean"}}, the same members for the
- * policy as deployed. Percentages are plain numbers (4.77 means 4.77 %); a value without data is
- * {@code null}.
+ * also has {@code "asDeployed": {"cpuOnlyPods", "percentageOfNodesToScore", "feasibleNodesToFind",
+ * "seeds", "median", "mean"}}: who placed the CPU-only pods, kube-scheduler's percentage of nodes to
+ * score (0: its adaptive share) and how many feasible nodes that makes each cycle stop at, then the
+ * same members for the policy as deployed. Percentages are plain numbers (4.77 means 4.77 %); a value
+ * without data is {@code null}.
  */
 final class JsonReport {
   private JsonReport() {}
@@ -26,7 +28,7 @@ final class JsonReport {
   }
 
   static String of(List<PolicyReport> reports) {
-    return of(new PlacementBenchmark.Reports(reports, List.of(), null));
+    return of(PlacementBenchmark.Reports.oracleOnly(reports));
   }
 
   static String of(PlacementBenchmark.Reports reports) {
@@ -53,10 +55,12 @@ final class JsonReport {
     out.append(in).append("\"policy\": ").append(GoJsonStrings.quote(report.policy())).append(",\n");
     out.append(in).append("\"trace\": ").append(GoJsonStrings.quote(report.trace())).append(",\n");
     runs(out, report, in);
-    if (!reports.asDeployed().isEmpty()) {
+    AsDeployedSimulation.Setup setup = reports.setup();
+    if (!reports.asDeployed().isEmpty() && setup != null) {
       out.append(",\n").append(in).append("\"asDeployed\": {\n");
-      String cpuOnlyPods = reports.cpuOnlyPods() == null ? "" : reports.cpuOnlyPods().label;
-      out.append(in).append("  \"cpuOnlyPods\": ").append(GoJsonStrings.quote(cpuOnlyPods)).append(",\n");
+      out.append(in).append("  \"cpuOnlyPods\": ").append(GoJsonStrings.quote(setup.cpuOnlyPods().label)).append(",\n");
+      out.append(in).append("  \"percentageOfNodesToScore\": ").append(setup.percentageOfNodesToScore()).append(",\n");
+      out.append(in).append("  \"feasibleNodesToFind\": ").append(setup.feasibleNodesToFind(reports.nodes())).append(",\n");
       runs(out, reports.asDeployed().get(i), in + "  ");
       out.append('\n').append(in).append('}');
     }

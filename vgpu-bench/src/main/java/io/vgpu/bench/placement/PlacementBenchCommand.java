@@ -83,6 +83,13 @@ public final class PlacementBenchCommand implements Callable<Integer> {
       defaultValue = "default-scheduler")
   String cpuOnlyPods = "default-scheduler";
 
+  @Option(
+      names = "--percentage-of-nodes-to-score",
+      paramLabel = "P",
+      description = "with --as-deployed, kube-scheduler's percentageOfNodesToScore, 0 to 100: each scheduling cycle stops once it has found P %% of the nodes feasible (at least 100 nodes; every node below 100), starting after where the last cycle stopped; 0 is kube-scheduler's adaptive share (50 - nodes/125 %%, at least 5 %%); 100 is what the chart deploys (default ${DEFAULT-VALUE})",
+      defaultValue = "100")
+  String percentageOfNodesToScore = "100";
+
   /** Runs the command standalone: {@code java -cp benchmarks.jar io.vgpu.bench.placement.PlacementBenchCommand ...}. */
   public static void main(String[] args) {
     System.exit(new CommandLine(new PlacementBenchCommand()).execute(args));
@@ -120,9 +127,13 @@ public final class PlacementBenchCommand implements Callable<Integer> {
     if (!asDeployed && spec.commandLine().getParseResult().hasMatchedOption("--cpu-only-pods")) {
       throw new BenchInputException("--cpu-only-pods value '" + cpuOnlyPods + "' needs --as-deployed");
     }
+    int percentage = percentageOfNodesToScore();
+    if (!asDeployed && spec.commandLine().getParseResult().hasMatchedOption("--percentage-of-nodes-to-score")) {
+      throw new BenchInputException("--percentage-of-nodes-to-score value '" + percentageOfNodesToScore + "' needs --as-deployed");
+    }
     PolicyCatalog.parse(policies);
     Trace trace = Trace.read(nodeFile, podFile);
-    PlacementBenchmark.Reports reports = PlacementBenchmark.run(trace, policies, seedList, ratio, parallelism, asDeployed ? mode : null);
+    PlacementBenchmark.Reports reports = PlacementBenchmark.run(trace, policies, seedList, ratio, parallelism, asDeployed ? new AsDeployedSimulation.Setup(mode, percentage) : null);
     out.print(json ? JsonReport.of(reports) : TextReport.of(reports, ratio));
     out.flush();
     if (plot != null) {
@@ -144,6 +155,19 @@ public final class PlacementBenchCommand implements Callable<Integer> {
       // reported below
     }
     throw new BenchInputException("--inflate value '" + inflate + "' is not a ratio such as 1.3");
+  }
+
+  private int percentageOfNodesToScore() {
+    try {
+      int percentage = Integer.parseInt(percentageOfNodesToScore.trim());
+      if (percentage >= 0 && percentage <= 100) {
+        return percentage;
+      }
+    } catch (NumberFormatException e) {
+      // reported below
+    }
+    throw new BenchInputException(
+        "--percentage-of-nodes-to-score value '" + percentageOfNodesToScore + "' is not a whole number from 0 to 100 (0: kube-scheduler's adaptive share)");
   }
 
   private static <T> T required(@Nullable T value, String option) {

@@ -19,12 +19,18 @@ public final class PlacementBenchmark {
    *
    * @param oracle one report per policy
    * @param asDeployed one report per policy, or empty
-   * @param cpuOnlyPods who placed the CPU-only pods in the as-deployed runs, or null without them
+   * @param setup how the as-deployed runs were set up, or null without them
+   * @param nodes how many nodes the trace's cluster has
    */
-  record Reports(List<PolicyReport> oracle, List<PolicyReport> asDeployed, AsDeployedSimulation.@Nullable CpuOnlyPods cpuOnlyPods) {
+  record Reports(List<PolicyReport> oracle, List<PolicyReport> asDeployed, AsDeployedSimulation.@Nullable Setup setup, int nodes) {
     Reports {
       oracle = List.copyOf(oracle);
       asDeployed = List.copyOf(asDeployed);
+    }
+
+    /** Oracle runs only. */
+    static Reports oracleOnly(List<PolicyReport> oracle) {
+      return new Reports(oracle, List.of(), null, 0);
     }
   }
 
@@ -51,11 +57,11 @@ public final class PlacementBenchmark {
 
   /**
    * Runs every policy with every seed as the oracle runs them and, when {@code asDeployed} is given,
-   * also as the deployed scheduler runs them, with the CPU-only pods placed as it says.
+   * also as the deployed scheduler runs them, set up as it says.
    *
    * @throws BenchInputException on an unknown policy
    */
-  static Reports run(Trace trace, String policies, List<Long> seeds, double inflate, int threads, AsDeployedSimulation.@Nullable CpuOnlyPods asDeployed) {
+  static Reports run(Trace trace, String policies, List<Long> seeds, double inflate, int threads, AsDeployedSimulation.@Nullable Setup asDeployed) {
     List<PolicyCatalog.Entry> entries = PolicyCatalog.parse(policies);
     PreparedTrace prepared = PreparedTrace.of(trace);
     List<Runner> runners = new ArrayList<>();
@@ -94,7 +100,7 @@ public final class PlacementBenchmark {
         }
         reports.add(out);
       }
-      return new Reports(reports.get(0), asDeployed != null ? reports.get(1) : List.of(), asDeployed);
+      return new Reports(reports.get(0), asDeployed != null ? reports.get(1) : List.of(), asDeployed, trace.nodes().size());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted while the runs were going", e);

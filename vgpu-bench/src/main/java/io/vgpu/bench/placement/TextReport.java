@@ -13,15 +13,19 @@ final class TextReport {
   private TextReport() {}
 
   static String of(List<PolicyReport> reports, double inflate) {
-    return of(new PlacementBenchmark.Reports(reports, List.of(), null), inflate);
+    return of(PlacementBenchmark.Reports.oracleOnly(reports), inflate);
   }
 
   static String of(PlacementBenchmark.Reports reports, double inflate) {
     StringBuilder out = new StringBuilder();
     for (int i = 0; i < reports.oracle().size(); i++) {
       table(out, reports.oracle().get(i), "", inflate);
-      if (!reports.asDeployed().isEmpty() && reports.cpuOnlyPods() != null) {
-        table(out, reports.asDeployed().get(i), " as deployed (CPU-only pods: " + reports.cpuOnlyPods().label + ")", inflate);
+      AsDeployedSimulation.Setup setup = reports.setup();
+      if (!reports.asDeployed().isEmpty() && setup != null) {
+        String sampling = String.format(
+            Locale.ROOT, "percentageOfNodesToScore %d%s: %d feasible of %d nodes",
+            setup.percentageOfNodesToScore(), setup.percentageOfNodesToScore() == 0 ? " (adaptive)" : "", setup.feasibleNodesToFind(reports.nodes()), reports.nodes());
+        table(out, reports.asDeployed().get(i), " as deployed (CPU-only pods: " + setup.cpuOnlyPods().label + "; " + sampling + ")", inflate);
       }
     }
     return out.toString();

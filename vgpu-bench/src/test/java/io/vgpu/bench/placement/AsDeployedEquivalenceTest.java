@@ -77,7 +77,7 @@ class AsDeployedEquivalenceTest {
     List<TraceNode> nodes = trace.nodes();
     int[] order = IntStream.range(0, nodes.size()).map(i -> (i * 7) % nodes.size()).toArray();
     AsDeployedSimulation bench =
-        new AsDeployedSimulation(nodes, "vgpu", order, PreparedTrace.of(trace).typical(), cpuOnlyPods);
+        new AsDeployedSimulation(nodes, "vgpu", order, PreparedTrace.of(trace).typical(), AsDeployedSimulation.Setup.chart(cpuOnlyPods));
     for (TraceNode node : nodes) {
       client.nodes()
           .resource(

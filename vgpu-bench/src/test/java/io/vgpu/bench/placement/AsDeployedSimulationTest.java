@@ -40,7 +40,7 @@ class AsDeployedSimulationTest {
     for (String policy : List.of("bestfit", "binpack", "spread")) {
       for (long seed : List.of(1L, 2L)) {
         SeedResult oracle = Simulation.run(TRACE, PolicyCatalog.entry(policy), 1.3, seed);
-        SeedResult deployed = AsDeployedSimulation.run(TRACE, policy, AsDeployedSimulation.CpuOnlyPods.POLICY, 1.3, seed);
+        SeedResult deployed = AsDeployedSimulation.run(TRACE, policy, AsDeployedSimulation.Setup.chart(AsDeployedSimulation.CpuOnlyPods.POLICY), 1.3, seed);
         assertThat(curve(deployed)).as("%s seed %d", policy, seed).isEqualTo(curve(oracle));
         assertThat(deployed.finalAllocation()).isEqualTo(oracle.finalAllocation());
         assertThat(deployed.fragmentationAmountAt100()).isEqualTo(oracle.fragmentationAmountAt100());
@@ -52,7 +52,7 @@ class AsDeployedSimulationTest {
   void theEngineLedgerAndCpuMatchWhatWasPlacedAndVgpuLearnsOnlineFromNothing() {
     List<TraceNode> nodes = TRACE.trace().nodes();
     int[] order = IntStream.range(0, nodes.size()).map(i -> nodes.size() - 1 - i).toArray();
-    AsDeployedSimulation sim = new AsDeployedSimulation(nodes, "vgpu", order, TRACE.typical(), AsDeployedSimulation.CpuOnlyPods.DEFAULT_SCHEDULER);
+    AsDeployedSimulation sim = new AsDeployedSimulation(nodes, "vgpu", order, TRACE.typical(), AsDeployedSimulation.Setup.chart(AsDeployedSimulation.CpuOnlyPods.DEFAULT_SCHEDULER));
     Engine engine = sim.engine();
     VgpuPolicy vgpu = (VgpuPolicy) engine.compile(sim.requestOf(TRACE.pods().get(0), new PodRef("bench", "probe"))).policy();
     assertThat(vgpu.workload()).isSameAs(TargetWorkload.EMPTY);
@@ -105,7 +105,7 @@ class AsDeployedSimulationTest {
   void cpuOnlyPodsGoWhereKubeSchedulersDefaultScoresPutThem() {
     List<TraceNode> nodes = List.of(new TraceNode("busy", 32_000, 65_536, 2, "T4"), new TraceNode("idle", 32_000, 65_536, 2, "T4"));
     TargetWorkload none = TargetWorkload.EMPTY;
-    AsDeployedSimulation sim = new AsDeployedSimulation(nodes, "vgpu", new int[] {0, 1}, none, AsDeployedSimulation.CpuOnlyPods.DEFAULT_SCHEDULER);
+    AsDeployedSimulation sim = new AsDeployedSimulation(nodes, "vgpu", new int[] {0, 1}, none, AsDeployedSimulation.Setup.chart(AsDeployedSimulation.CpuOnlyPods.DEFAULT_SCHEDULER));
     TracePod gpuPod = new TracePod("gpu", 16_000, 8_192, 1, 500, List.of());
     assertThat(sim.schedule(gpuPod, new PodRef("bench", "gpu"))).contains("busy"); // the first of equals
     // LeastAllocated and BalancedAllocation both prefer the idle node.
@@ -121,7 +121,7 @@ class AsDeployedSimulationTest {
   @Test
   void theRequestIsWhatTheExtenderParsesFromTheTracesPod() {
     List<TraceNode> nodes = List.of(new TraceNode("n", 32_000, 65_536, 2, "T4"));
-    AsDeployedSimulation sim = new AsDeployedSimulation(nodes, "binpack", new int[] {0}, TargetWorkload.EMPTY, AsDeployedSimulation.CpuOnlyPods.DEFAULT_SCHEDULER);
+    AsDeployedSimulation sim = new AsDeployedSimulation(nodes, "binpack", new int[] {0}, TargetWorkload.EMPTY, AsDeployedSimulation.Setup.chart(AsDeployedSimulation.CpuOnlyPods.DEFAULT_SCHEDULER));
     PodRequest request = sim.requestOf(new TracePod("p", 6_000, 1, 2, 470, List.of("T4", "P100")), new PodRef("bench", "p"));
     assertThat(request.containers()).singleElement().satisfies(c -> {
       assertThat(c.count()).isEqualTo(2);
@@ -132,6 +132,107 @@ class AsDeployedSimulationTest {
     assertThat(request.overrides().nodePolicy()).isEqualTo("binpack");
     assertThat(request.overrides().devicePolicy()).isEqualTo("binpack");
     assertThat(request.cpuMilli()).isEqualTo(6_000);
+  }
+
+  @Test
+  void withTheChartsHundredEveryCycleHandsOnEveryFeasibleNodeInTheTieOrderOncePerPod() {
+    // What the run handed the filter before kube-scheduler's sample was modelled: every node whose CPU
+    // and memory fit, in the tie order, one filter per pod. A hundred must hand on exactly that.
+    Trace trace = SyntheticTrace.wide();
+    for (AsDeployedSimulation.CpuOnlyPods mode : AsDeployedSimulation.CpuOnlyPods.values()) {
+      int[] order = IntStream.range(0, trace.nodes().size()).map(i -> (i * 7) % trace.nodes().size()).toArray();
+      AsDeployedSimulation sim = new AsDeployedSimulation(trace.nodes(), "binpack", order, TargetWorkload.EMPTY, AsDeployedSimulation.Setup.chart(mode));
+      List<String> cycles = new ArrayList<>();
+      sim.onCycle((pod, nodes) -> {
+        assertThat(nodes).as("%s, %s", mode, pod.name()).isEqualTo(sim.feasible(pod));
+        cycles.add(pod.name());
+      });
+      int refused = 0;
+      for (int p = 0; p < trace.pods().size(); p++) {
+        refused += sim.schedule(trace.pods().get(p), AsDeployedSimulation.refOf(p, trace.pods().get(p))).isEmpty() ? 1 : 0;
+      }
+      assertThat(cycles).as("one cycle per pod").containsExactlyElementsOf(trace.pods().stream().map(TracePod::name).toList());
+      assertThat(refused).as("the cluster fills up, so some pods fit nowhere").isPositive();
+    }
+  }
+
+  @Test
+  void aTenthSampleHandsOnAHundredFeasibleNodesEachCycleFromWhereTheLastStopped() {
+    Trace trace = SyntheticTrace.wide();
+    List<TraceNode> nodes = trace.nodes();
+    int n = nodes.size();
+    int[] order = IntStream.range(0, n).toArray();
+    AsDeployedSimulation sim =
+        new AsDeployedSimulation(nodes, "binpack", order, TargetWorkload.EMPTY, new AsDeployedSimulation.Setup(AsDeployedSimulation.CpuOnlyPods.DEFAULT_SCHEDULER, 10));
+    // Where each kube-scheduler's next cycle starts: the chart's, for GPU pods, and the cluster's own,
+    // for CPU-only ones.
+    int[] nextStart = {0, 0};
+    int[] cycles = new int[2];
+    sim.onCycle((pod, handedOn) -> {
+      int scheduler = pod.gpus() == 0 ? 1 : 0;
+      cycles[scheduler]++;
+      List<String> feasible = sim.feasible(pod);
+      assertThat(handedOn).as(pod.name()).hasSize(Math.min(100, feasible.size()));
+      if (handedOn.isEmpty()) {
+        return;
+      }
+      // From where the cycle started, in the tie order, the nodes that did not fit left out.
+      int at = nextStart[scheduler];
+      for (String node : handedOn) {
+        while (!nodes.get(at).name().equals(node)) {
+          assertThat(feasible).as("%s: %s was looked at", pod.name(), nodes.get(at).name()).doesNotContain(nodes.get(at).name());
+          at = (at + 1) % n;
+        }
+        at = (at + 1) % n;
+      }
+      assertThat(feasible).as(pod.name()).containsAll(handedOn);
+      // A cycle that found fewer than its hundred looked at every node and leaves the start where it was.
+      if (handedOn.size() == 100) {
+        nextStart[scheduler] = at;
+      }
+    });
+    for (int p = 0; p < trace.pods().size(); p++) {
+      sim.schedule(trace.pods().get(p), AsDeployedSimulation.refOf(p, trace.pods().get(p)));
+    }
+    long cpuOnly = trace.pods().stream().filter(p -> p.gpus() == 0).count();
+    assertThat(cycles[0]).as("cycles for GPU pods: one at least each, more for some").isGreaterThan((int) (trace.pods().size() - cpuOnly));
+    assertThat(cycles[1]).as("cycles for CPU-only pods: one each").isEqualTo(cpuOnly);
+  }
+
+  @Test
+  void aPodItsSampleCannotPlaceIsTriedOnTheNextSampleUntilEveryNodeWasOffered() {
+    // 150 nodes of T4 cards and one of A100 cards at the end of the tie order.
+    List<TraceNode> nodes = new ArrayList<>();
+    for (int i = 0; i < 150; i++) {
+      nodes.add(new TraceNode(String.format("node-%03d", i), 32_000, 65_536, 1, i == 149 ? "A100" : "T4"));
+    }
+    int[] order = IntStream.range(0, nodes.size()).toArray();
+    AsDeployedSimulation sim =
+        new AsDeployedSimulation(nodes, "binpack", order, TargetWorkload.EMPTY, new AsDeployedSimulation.Setup(AsDeployedSimulation.CpuOnlyPods.DEFAULT_SCHEDULER, 10));
+    List<List<String>> cycles = new ArrayList<>();
+    sim.onCycle((pod, handedOn) -> cycles.add(handedOn));
+
+    // Nodes 0..99 first, where no A100 is; then 100..149 and 0..49, where node-149 is.
+    TracePod a100 = new TracePod("a100", 1_000, 1_024, 1, 1000, List.of("A100"));
+    assertThat(sim.schedule(a100, new PodRef("bench", "a100"))).contains("node-149");
+    assertThat(cycles).hasSize(2);
+    assertThat(cycles.get(0)).hasSize(100).startsWith("node-000").endsWith("node-099");
+    assertThat(cycles.get(1)).hasSize(100).startsWith("node-100", "node-101").endsWith("node-049");
+
+    // Another fits nowhere: refused once the cycles have offered all 150 nodes (50..149, then 0..99).
+    cycles.clear();
+    assertThat(sim.schedule(a100, new PodRef("bench", "a100-again"))).isEmpty();
+    assertThat(cycles).hasSize(2);
+    assertThat(cycles.get(0)).startsWith("node-050").endsWith("node-149");
+    assertThat(cycles.get(1)).startsWith("node-000").endsWith("node-099");
+
+    // With the chart's 100 both are decided in one cycle each.
+    AsDeployedSimulation chart = new AsDeployedSimulation(nodes, "binpack", order, TargetWorkload.EMPTY, AsDeployedSimulation.Setup.chart(AsDeployedSimulation.CpuOnlyPods.DEFAULT_SCHEDULER));
+    cycles.clear();
+    chart.onCycle((pod, handedOn) -> cycles.add(handedOn));
+    assertThat(chart.schedule(a100, new PodRef("bench", "a100"))).contains("node-149");
+    assertThat(chart.schedule(a100, new PodRef("bench", "a100-again"))).isEmpty();
+    assertThat(cycles).hasSize(2).allSatisfy(c -> assertThat(c).hasSize(150));
   }
 
   private static List<Double> curve(SeedResult result) {

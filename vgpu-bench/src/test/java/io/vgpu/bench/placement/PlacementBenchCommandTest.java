@@ -103,8 +103,11 @@ class PlacementBenchCommandTest {
     assertThat(report.propertyNames()).containsExactly("policy", "trace", "seeds", "median", "mean", "asDeployed");
     assertThat(report.get("median").get("unallocatedAt100").isNumber()).isTrue();
     JsonNode deployed = report.get("asDeployed");
-    assertThat(deployed.propertyNames()).containsExactly("cpuOnlyPods", "seeds", "median", "mean");
+    assertThat(deployed.propertyNames()).containsExactly("cpuOnlyPods", "percentageOfNodesToScore", "feasibleNodesToFind", "seeds", "median", "mean");
     assertThat(deployed.get("cpuOnlyPods").asString()).isEqualTo("default-scheduler");
+    // The chart's 100; six nodes are under kube-scheduler's 100, so every one is looked at.
+    assertThat(deployed.get("percentageOfNodesToScore").asInt()).isEqualTo(100);
+    assertThat(deployed.get("feasibleNodesToFind").asInt()).isEqualTo(6);
     assertThat(deployed.get("seeds")).extracting(s -> s.get("seed").asLong()).containsExactly(1L, 2L, 3L);
     assertThat(deployed.get("seeds").get(0).propertyNames()).containsExactlyElementsOf(report.get("seeds").get(0).propertyNames());
     assertThat(deployed.get("median").propertyNames()).containsExactlyElementsOf(report.get("median").propertyNames());
@@ -120,10 +123,12 @@ class PlacementBenchCommandTest {
   void asDeployedTextFollowsEachOracleTable() {
     assertThat(run(args("--policy", "bestfit,vgpu", "--as-deployed"))).isZero();
     String text = out.toString();
+    String asDeployed = " as deployed (CPU-only pods: default-scheduler; percentageOfNodesToScore 100: 6 feasible of 6 nodes) on tiny";
     assertThat(text.indexOf("bestfit on tiny"))
-        .isLessThan(text.indexOf("bestfit as deployed (CPU-only pods: default-scheduler) on tiny"))
+        .isGreaterThanOrEqualTo(0)
+        .isLessThan(text.indexOf("bestfit" + asDeployed))
         .isLessThan(text.indexOf("vgpu on tiny"))
-        .isLessThan(text.indexOf("vgpu as deployed (CPU-only pods: default-scheduler) on tiny"));
+        .isLessThan(text.indexOf("vgpu" + asDeployed));
   }
 
   @Test
@@ -158,6 +163,19 @@ class PlacementBenchCommandTest {
         args("--policy", "fgd", "--as-deployed", "--cpu-only-pods", "kubelet"),
         "placement-bench: --cpu-only-pods value 'kubelet' is not a mode (known: default-scheduler, policy)");
     assertError(args("--policy", "fgd", "--cpu-only-pods", "policy"), "placement-bench: --cpu-only-pods value 'policy' needs --as-deployed");
+    assertError(
+        args("--policy", "fgd", "--as-deployed", "--percentage-of-nodes-to-score", "101"),
+        "placement-bench: --percentage-of-nodes-to-score value '101' is not a whole number from 0 to 100 (0: kube-scheduler's adaptive share)");
+    assertError(
+        args("--policy", "fgd", "--as-deployed", "--percentage-of-nodes-to-score", "-5"),
+        "placement-bench: --percentage-of-nodes-to-score value '-5' is not a whole number from 0 to 100 (0: kube-scheduler's adaptive share)");
+    assertError(
+        args("--policy", "fgd", "--as-deployed", "--percentage-of-nodes-to-score", "10%"),
+        "placement-bench: --percentage-of-nodes-to-score value '10%' is not a whole number from 0 to 100 (0: kube-scheduler's adaptive share)");
+    assertError(
+        args("--policy", "fgd", "--percentage-of-nodes-to-score", "10"), "placement-bench: --percentage-of-nodes-to-score value '10' needs --as-deployed");
+    assertError(
+        args("--policy", "fgd", "--percentage-of-nodes-to-score", "100"), "placement-bench: --percentage-of-nodes-to-score value '100' needs --as-deployed");
     assertError(new String[] {"--pods", pods.toString(), "--policy", "fgd"}, "placement-bench: --nodes is required");
     assertError(new String[] {"--nodes", missing.toString(), "--pods", pods.toString(), "--policy", "fgd"}, "placement-bench: nodes file '" + missing + "' does not exist");
     assertError(
@@ -171,6 +189,63 @@ class PlacementBenchCommandTest {
     assertThat(run(args)).isEqualTo(PlacementBenchCommand.BAD_INPUT);
     assertThat(err.toString()).isEqualTo(message + System.lineSeparator());
     assertThat(out.toString()).isEmpty();
+  }
+
+  /**
+   * 250 nodes, so that kube-scheduler's share bites (10 % of 250 is under its floor: 100 nodes), a
+   * fifth of them with four cards and the rest with one; shares, whole cards, pairs and CPU-only pods.
+   */
+  private String[] largeClusterArgs(String... extra) {
+    List<String> nodeRows = new ArrayList<>(List.of(NODE_HEADER));
+    IntStream.range(0, 250).forEach(i -> nodeRows.add(String.format("node-%03d,32000,131072,%d,T4", i, i % 5 == 0 ? 4 : 1)));
+    Path largeNodes = write(dir, "nodes-250.csv", nodeRows.toArray(String[]::new));
+    List<String> podRows = new ArrayList<>(List.of(POD_HEADER));
+    int[] shares = {1000, 500, 300, 1000, 0, 700, 250, 1000};
+    IntStream.range(0, 200)
+        .forEach(i -> podRows.add(pod("pod-" + i, 2000 + 1000L * (i % 7), 4096, shares[i % 8] == 0 ? 0 : i % 11 == 0 ? 2 : 1, shares[i % 8], "")));
+    Path largePods = write(dir, "large.csv", podRows.toArray(String[]::new));
+    List<String> all = new ArrayList<>(List.of("--nodes", largeNodes.toString(), "--pods", largePods.toString(), "--threads", "2", "--seeds", "1..2"));
+    all.addAll(List.of(extra));
+    return all.toArray(String[]::new);
+  }
+
+  private JsonNode asDeployedJson(String... extra) throws Exception {
+    out.getBuffer().setLength(0);
+    List<String> all = new ArrayList<>(List.of("--policy", "binpack", "--as-deployed", "--output", "json"));
+    all.addAll(List.of(extra));
+    assertThat(run(largeClusterArgs(all.toArray(String[]::new)))).as(err.toString()).isZero();
+    return new ObjectMapper().readTree(out.toString()).get("asDeployed");
+  }
+
+  /** Each seed's unallocated GPU % by arrived %, which is what the runs are compared by. */
+  private static List<String> curves(JsonNode asDeployed) {
+    List<String> curves = new ArrayList<>();
+    asDeployed.get("seeds").forEach(seed -> curves.add(seed.get("seed").asLong() + ": " + seed.get("curve") + " final " + seed.get("finalAllocation")));
+    return curves;
+  }
+
+  @Test
+  void aSampleOfTheNodesIsReportedAndChangesWherePodsGo() throws Exception {
+    JsonNode chart = asDeployedJson();
+    JsonNode all = asDeployedJson("--percentage-of-nodes-to-score", "100");
+    JsonNode adaptive = asDeployedJson("--percentage-of-nodes-to-score", "0");
+    JsonNode tenth = asDeployedJson("--percentage-of-nodes-to-score", "10");
+
+    assertThat(chart.get("percentageOfNodesToScore").asInt()).isEqualTo(100);
+    assertThat(chart.get("feasibleNodesToFind").asInt()).isEqualTo(250);
+    assertThat(adaptive.get("percentageOfNodesToScore").asInt()).isZero();
+    assertThat(adaptive.get("feasibleNodesToFind").asInt()).isEqualTo(120); // 50 - 250/125 = 48 %
+    assertThat(tenth.get("percentageOfNodesToScore").asInt()).isEqualTo(10);
+    assertThat(tenth.get("feasibleNodesToFind").asInt()).isEqualTo(100); // 25, raised to kube-scheduler's floor
+
+    // The default is the chart's 100; a sample of the nodes places the pods elsewhere.
+    assertThat(curves(all)).isEqualTo(curves(chart));
+    assertThat(curves(tenth)).isNotEqualTo(curves(all));
+    assertThat(curves(adaptive)).isNotEqualTo(curves(all));
+
+    out.getBuffer().setLength(0);
+    assertThat(run(largeClusterArgs("--policy", "binpack", "--as-deployed", "--percentage-of-nodes-to-score", "0"))).isZero();
+    assertThat(out.toString()).contains("binpack as deployed (CPU-only pods: default-scheduler; percentageOfNodesToScore 0 (adaptive): 120 feasible of 250 nodes) on large");
   }
 
   @Test

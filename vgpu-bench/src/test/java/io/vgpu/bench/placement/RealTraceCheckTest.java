@@ -40,7 +40,7 @@ class RealTraceCheckTest {
     // cluster, vgpu as deployed does about as well as given the whole trace (seeds 42-46: 4.17
     // against 4.14) when the CPU-only pods go through it too, as in the oracle run. With them placed
     // by kube-scheduler, as deployed today, it is only level with fgd (README, "As deployed").
-    double deployed = AsDeployedSimulation.run(PreparedTrace.of(trace), "vgpu", AsDeployedSimulation.CpuOnlyPods.POLICY, 1.3, 42).unallocatedAt100();
+    double deployed = AsDeployedSimulation.run(PreparedTrace.of(trace), "vgpu", AsDeployedSimulation.Setup.chart(AsDeployedSimulation.CpuOnlyPods.POLICY), 1.3, 42).unallocatedAt100();
     assertThat(deployed).isLessThan(vgpu + 0.25).isLessThan(fgd);
   }
 

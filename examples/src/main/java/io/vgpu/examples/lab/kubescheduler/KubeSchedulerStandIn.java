@@ -16,6 +16,7 @@ import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 import io.vgpu.api.PodRef;
 import io.vgpu.examples.lab.apiserver.EventWriter;
+import io.vgpu.k8s.kubescheduler.FeasibleNodes;
 import io.vgpu.k8s.pod.NodeSelection;
 import io.vgpu.k8s.pod.PodJson;
 import io.vgpu.k8s.pod.PodRefs;

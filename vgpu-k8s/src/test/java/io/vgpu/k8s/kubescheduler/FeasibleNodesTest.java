@@ -1,15 +1,13 @@
-package io.vgpu.examples.lab.kubescheduler;
+package io.vgpu.k8s.kubescheduler;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.vgpu.k8s.cli.UnavailableException;
-import io.vgpu.k8s.pod.PodJson;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
-import org.assertj.core.api.Assertions;
 
 /** kube-scheduler's share of feasible nodes ({@code numFeasibleNodesToFind}) and where each cycle starts. */
 class FeasibleNodesTest {
@@ -64,18 +62,21 @@ class FeasibleNodesTest {
   }
 
   @Test
-  void theConfigurationsPercentageAppliesToProfilesWithoutTheirOwn() throws Exception {
-    KubeSchedulerConfig config = KubeSchedulerConfig.of(PodJson.mapper().readTree("""
-        {"percentageOfNodesToScore": 100,
-         "profiles": [{"schedulerName": "hami-scheduler"}, {"schedulerName": "other", "percentageOfNodesToScore": 20}],
-         "extenders": [{"urlPrefix": "https://127.0.0.1:1/x", "filterVerb": "filter", "bindVerb": "bind"}]}
-        """));
-    assertThat(config.percentageOfNodesToScore("hami-scheduler")).isEqualTo(100);
-    assertThat(config.percentageOfNodesToScore("other")).isEqualTo(20);
-    assertThat(config.percentageOfNodesToScore("absent")).isZero();
-    Assertions.assertThatThrownBy(() -> KubeSchedulerConfig.of(PodJson.mapper().readTree("""
-        {"percentageOfNodesToScore": 101, "profiles": [{"schedulerName": "s"}],
-         "extenders": [{"urlPrefix": "https://127.0.0.1:1/x", "filterVerb": "filter", "bindVerb": "bind"}]}
-        """))).isInstanceOf(UnavailableException.class).hasMessage("the configuration: percentageOfNodesToScore 101 is not an integer from 0 to 100");
+  void aPercentageKubeSchedulerWouldRefuseIsRefused() {
+    assertThatThrownBy(() -> FeasibleNodes.numToFind(101, 1000))
+        .isInstanceOf(IllegalArgumentException.class).hasMessage("percentageOfNodesToScore 101 is not from 0 to 100");
+    assertThatThrownBy(() -> FeasibleNodes.numToFind(-1, 1000)).isInstanceOf(IllegalArgumentException.class);
+  }
+
+  @Test
+  void aCycleThatLooksAtEveryNodeWithoutFindingItsShareWrapsAroundOnce() {
+    FeasibleNodes feasible = new FeasibleNodes();
+    List<String> all = nodes(200);
+    // Move the start to n150, then ask for 100 of 200 nodes with only 40 feasible: every node is looked at once.
+    feasible.select(all, 75, n -> null, new LinkedHashMap<>());
+    assertThat(feasible.select(all, 0, n -> Integer.parseInt(n.substring(1)) % 10 < 8 ? "NodeResourcesFit" : null, new LinkedHashMap<>()))
+        .hasSize(40).startsWith("n158", "n159", "n168").endsWith("n148", "n149");
+    // It looked at every node, so the next cycle starts where that one did.
+    assertThat(feasible.select(all, 50, n -> null, new LinkedHashMap<>())).hasSize(100).startsWith("n150").endsWith("n49");
   }
 }
