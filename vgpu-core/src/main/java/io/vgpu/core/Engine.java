@@ -118,6 +118,20 @@ public final class Engine {
       this.names = names.toArray(new String[0]);
       this.refs = refs.toArray(new AtomicReference[0]);
     }
+
+    private NodeList(String[] names, AtomicReference<NodeState>[] refs) {
+      this.names = names;
+      this.refs = refs;
+    }
+
+    /** This list and one more node at its end. */
+    NodeList with(String name, AtomicReference<NodeState> ref) {
+      String[] n = Arrays.copyOf(names, names.length + 1);
+      AtomicReference<NodeState>[] r = Arrays.copyOf(refs, refs.length + 1);
+      n[names.length] = name;
+      r[refs.length] = ref;
+      return new NodeList(n, r);
+    }
   }
 
   private Engine(EngineConfig config, Map<String, PlacementPolicyProvider> providers) {
@@ -210,7 +224,9 @@ public final class Engine {
         NodeState registered = old.registeredAs(node);
         if (ref.compareAndSet(old, registered)) {
           if (!old.registered) {
-            rebuildNodeList();
+            // The list holds exactly the registered nodes (a removal rebuilds it), so a node that
+            // registers goes at its end: registering n nodes costs O(n) copies, not n rebuilds.
+            nodeList = nodeList.with(node.name(), ref);
           }
           countCards(old, registered);
           return;
