@@ -59,6 +59,12 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
   @Option(names = "--kubelet-threads", paramLabel = "T", defaultValue = "8", description = "Nodes the kubelet stand-in allocates on at once (default ${DEFAULT-VALUE}).")
   int kubeletThreads;
 
+  @Option(names = "--stand-ins-nice", paramLabel = "N", defaultValue = "0",
+      description = "Once the scheduler is started, set this process's nice value (the stand-ins': API server, kube-scheduler, kubelets) to N"
+          + " (1-19), so that on a small machine the scheduler's latencies are its own and not its wait for a core behind the stand-ins, as when"
+          + " they run on other machines (default ${DEFAULT-VALUE}: equal priority).")
+  int standInsNice;
+
   @Option(names = "--seed", defaultValue = "42", description = "Seed of the pods' GPU shares (default ${DEFAULT-VALUE}).")
   long seed;
 
@@ -105,7 +111,7 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
             "--steady-pods " + steady + " is more than the " + (w + pods) + " pods before it (--warmup " + w + " and --pods " + pods + "): its warm-up must be at least as large");
       }
       ThroughputRun.Settings settings =
-          new ThroughputRun.Settings(n, pods, running, w, steady, bindsInFlight, kubeletThreads, seed, timeout, javaOptions(home), Optional.ofNullable(profile));
+          new ThroughputRun.Settings(n, pods, running, w, steady, bindsInFlight, kubeletThreads, standInsNice, seed, timeout, javaOptions(home), Optional.ofNullable(profile));
       try (LabWorkspace workspace = keep == null ? LabWorkspace.temporary() : LabWorkspace.kept(nodes.size() == 1 ? keep : keep.resolve(n + "-nodes"))) {
         results.add(new ThroughputRun(home, settings, progress).run(workspace));
       }
@@ -144,6 +150,9 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
     }
     if (profile != null && nodes.size() > 1) {
       throw new CommandLine.ParameterException(spec.commandLine(), "--profile records one run: give one --nodes size");
+    }
+    if (standInsNice < 0 || standInsNice > 19) {
+      throw new CommandLine.ParameterException(spec.commandLine(), "--stand-ins-nice " + standInsNice + " must be from 0 to 19");
     }
     if (steadyPods != null && steadyPods < 0) {
       throw new CommandLine.ParameterException(spec.commandLine(), "--steady-pods " + steadyPods + " must not be negative");

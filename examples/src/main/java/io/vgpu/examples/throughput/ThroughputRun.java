@@ -67,6 +67,7 @@ final class ThroughputRun {
    *     the measured burst before it are its warm-up, so it must not exceed them
    * @param bindsInFlight kube-scheduler's binds in flight at most
    * @param kubeletThreads how many nodes the kubelet allocates on at once
+   * @param standInsNice how much lower this process's CPU priority is made once the scheduler started (0: not)
    * @param seed the seed of the pods' shares
    * @param timeout how long the burst may take
    * @param schedulerJavaOptions the scheduler JVM's options
@@ -80,6 +81,7 @@ final class ThroughputRun {
       int steadyPods,
       int bindsInFlight,
       int kubeletThreads,
+      int standInsNice,
       long seed,
       Duration timeout,
       List<String> schedulerJavaOptions,
@@ -157,6 +159,11 @@ final class ThroughputRun {
       Runtime.getRuntime().addShutdownHook(killer);
       say("starting the scheduler");
       scheduler.start();
+      if (settings.standInsNice() > 0) {
+        // After the scheduler's start, so that it keeps the normal priority.
+        say("the stand-ins' CPU priority lowered by %d", settings.standInsNice());
+        StandInPriority.lower(settings.standInsNice());
+      }
       try (AllocatingKubelet kubelet = new AllocatingKubelet(client, config, settings.kubeletThreads(), recorder::allocated)) {
         URI prefix = kubeSchedulerConfig.extender().urlPrefix();
         int extenderPort = launch.labPort(prefix.getPort() < 0 ? 443 : prefix.getPort(), "the extender's urlPrefix " + prefix);

@@ -67,4 +67,13 @@ class ThroughputBenchTest {
     assertThat(code).isEqualTo(2);
     assertThat(err.toString()).startsWith("vgpu: --steady-pods 56 is more than the 55 pods before it (--warmup 5 and --pods 50): its warm-up must be at least as large");
   }
+
+  @Test
+  void aNiceValueOutsideTheKernelsRangeIsRefused() {
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    int code = Vgpu.run(new String[] {"throughput-bench", "--nodes", "20", "--stand-ins-nice", "20"}, new PrintWriter(out, true), new PrintWriter(err, true));
+    assertThat(code).isEqualTo(2);
+    assertThat(err.toString()).startsWith("vgpu: --stand-ins-nice 20 must be from 0 to 19");
+  }
 }
