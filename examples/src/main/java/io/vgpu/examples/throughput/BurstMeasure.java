@@ -14,6 +14,8 @@ import java.util.Map;
  * @param successfulBinds binds the extender accepted
  * @param bindErrors binds the extender refused, by kind
  * @param filterMisses filter calls that placed no pod
+ * @param inSchedulerFilterP50Ms the median of the scheduler's own filter time (its histogram, to a bucket's bound)
+ * @param inSchedulerFilterP99Ms the 99th percentile of the same
  */
 record BurstMeasure(
     double seconds,
@@ -23,4 +25,6 @@ record BurstMeasure(
     double[] binds,
     int successfulBinds,
     Map<String, Integer> bindErrors,
-    int filterMisses) {}
+    int filterMisses,
+    double inSchedulerFilterP50Ms,
+    double inSchedulerFilterP99Ms) {}

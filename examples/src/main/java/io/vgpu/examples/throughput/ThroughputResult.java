@@ -29,6 +29,9 @@ import java.util.Optional;
  * @param filterMisses filter calls during the burst that placed no pod
  * @param setupSeconds building the cluster and starting the scheduler, including its ledger rebuild
  * @param loadAverage the machine's one-minute load average before and after the burst
+ * @param inSchedulerFilterP50Ms the median of the scheduler's own filter time during the burst (its
+ *     {@code vgpu_filter_duration_seconds}, to a bucket's upper bound): without HTTPS, JSON and kube-scheduler's side
+ * @param inSchedulerFilterP99Ms the 99th percentile of the same
  * @param steady the steady-state burst measured after the measured one, if the cluster held it
  * @param steadySkipped why there is no steady-state burst when one was asked for, else empty
  */
@@ -54,6 +57,8 @@ record ThroughputResult(
     int filterMisses,
     double setupSeconds,
     List<Double> loadAverage,
+    double inSchedulerFilterP50Ms,
+    double inSchedulerFilterP99Ms,
     Optional<Steady> steady,
     String steadySkipped) {
 
@@ -69,6 +74,7 @@ record ThroughputResult(
    * @param filterP50Ms median filter call
    * @param filterP99Ms 99th percentile filter call
    * @param bindP99Ms 99th percentile bind call
+   * @param inSchedulerFilterP99Ms the 99th percentile of the scheduler's own filter time, to a bucket's bound
    * @param audit whether its pods were placed once and no card over-committed (counting every pod)
    * @param successfulBinds binds the extender accepted during it
    */
@@ -81,6 +87,7 @@ record ThroughputResult(
       double filterP50Ms,
       double filterP99Ms,
       double bindP99Ms,
+      double inSchedulerFilterP99Ms,
       PlacementAudit audit,
       int successfulBinds) {
     /** The steady-state figures of {@code measure}, a burst of {@code audit}'s pods. */
@@ -95,6 +102,7 @@ record ThroughputResult(
           ThroughputRun.round(BurstRecorder.percentile(measure.filters(), 50), 2),
           ThroughputRun.round(BurstRecorder.percentile(measure.filters(), 99), 2),
           ThroughputRun.round(BurstRecorder.percentile(measure.binds(), 99), 2),
+          measure.inSchedulerFilterP99Ms(),
           audit,
           measure.successfulBinds());
     }

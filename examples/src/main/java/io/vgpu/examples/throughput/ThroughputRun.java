@@ -178,18 +178,19 @@ final class ThroughputRun {
             burst(client, warmup, recorder, scheduler, settings.timeout());
           }
           ProcessMeter meter = new ProcessMeter(scheduler.pid());
+          SchedulerFilterHistogram histogram = new SchedulerFilterHistogram(launch.metricsPort());
           ProcessMeter standIns = new ProcessMeter(ProcessHandle.current().pid());
           double loadBefore = loadAverage();
           say("burst: %d pods onto %d nodes", burst.size(), settings.nodes());
           settings.profile().ifPresent(meter::startRecording);
-          BurstMeasure measured = measure(client, burst, recorder, scheduler, meter, standIns);
+          BurstMeasure measured = measure(client, burst, recorder, scheduler, meter, standIns, histogram);
           if (settings.profile().isPresent()) {
             meter.stopRecording();
           }
           Optional<BurstMeasure> steadyMeasure = Optional.empty();
           if (!steady.isEmpty()) {
             say("steady state: %d pods after %d warm-up pods", steady.size(), warmup.size() + burst.size());
-            steadyMeasure = Optional.of(measure(client, steady, recorder, scheduler, meter, standIns));
+            steadyMeasure = Optional.of(measure(client, steady, recorder, scheduler, meter, standIns, histogram));
           }
           double loadAfter = loadAverage();
           double heap = meter.heapAfterFullGcMiB();
@@ -221,6 +222,8 @@ final class ThroughputRun {
               measured.filterMisses(),
               round(setupSeconds, 2),
               List.of(round(loadBefore, 2), round(loadAfter, 2)),
+              measured.inSchedulerFilterP50Ms(),
+              measured.inSchedulerFilterP99Ms(),
               steadyMeasure.map(m -> ThroughputResult.Steady.of(m, warmup.size() + burst.size(), steadyAudit)),
               steadySkipped);
         }
@@ -310,14 +313,18 @@ final class ThroughputRun {
    * One measured burst: its pods created and allocated, with the scheduler's and this process's CPU
    * over it and the extender calls kube-scheduler timed during it.
    */
-  private BurstMeasure measure(KubernetesClient client, List<Pod> pods, BurstRecorder recorder, ComponentProcess scheduler, ProcessMeter meter, ProcessMeter standIns) {
+  private BurstMeasure measure(
+      KubernetesClient client, List<Pod> pods, BurstRecorder recorder, ComponentProcess scheduler, ProcessMeter meter, ProcessMeter standIns, SchedulerFilterHistogram histogram) {
     recorder.resetTimings();
+    var histogramBefore = histogram.read();
     double cpuBefore = meter.cpuMillis();
     double standInsBefore = standIns.cpuMillis();
     double seconds = burst(client, pods, recorder, scheduler, settings.timeout());
     double cpu = meter.cpuMillis() - cpuBefore;
     double standInCpu = standIns.cpuMillis() - standInsBefore;
-    return new BurstMeasure(seconds, cpu, standInCpu, recorder.filterMillis(), recorder.bindMillis(), recorder.successfulBinds(), recorder.bindErrors(), recorder.filterMisses());
+    var histogramAfter = histogram.read();
+    return new BurstMeasure(seconds, cpu, standInCpu, recorder.filterMillis(), recorder.bindMillis(), recorder.successfulBinds(), recorder.bindErrors(), recorder.filterMisses(),
+        SchedulerFilterHistogram.percentileMillis(histogramBefore, histogramAfter, 50), SchedulerFilterHistogram.percentileMillis(histogramBefore, histogramAfter, 99));
   }
 
   /** Creates the pods and waits until the kubelet allocated every one; the seconds that took. */
