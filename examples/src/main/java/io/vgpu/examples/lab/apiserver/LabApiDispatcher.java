@@ -225,20 +225,7 @@ final class LabApiDispatcher extends Dispatcher {
       MockResponse watch = fromResourceVersion(crud.dispatch(new RecordedRequest(request.getHttpVersion(), request.method(), path, request.getHeaders(), request.getBody())), query);
       return watch.getWebSocketListener() == null ? watch : watch.withWebSocketUpgrade(new NodeNameWatchFilter(watch.getWebSocketListener(), nodeName));
     }
-    MockResponse list = crud.handleGet(path);
-    if (list.code() != 200) {
-      return list;
-    }
-    ObjectNode body = (ObjectNode) JSON.readTree(list.getBody().getBytes());
-    ArrayNode items = body.withArray("items");
-    ArrayNode kept = JSON.createArrayNode();
-    items.forEach(p -> {
-      if (nodeName.equals(p.path("spec").path("nodeName").asString(""))) {
-        kept.add(p);
-      }
-    });
-    body.set("items", kept);
-    return new MockResponse().setResponseCode(200).setHeader("Content-Type", "application/json").setBody(JSON.writeValueAsString(body));
+    return new MockResponse().setResponseCode(200).setHeader("Content-Type", "application/json").setBody(crud.podsOnNode(path, nodeName));
   }
 
   /**

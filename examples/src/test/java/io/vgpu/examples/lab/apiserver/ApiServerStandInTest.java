@@ -97,6 +97,10 @@ class ApiServerStandInTest {
       client.pods().inNamespace("default").withName("a").delete();
       assertThat(events.poll(5, TimeUnit.SECONDS)).isEqualTo("DELETED a");
       assertThat(events.poll(300, TimeUnit.MILLISECONDS)).isNull();
+      assertThat(client.pods().inAnyNamespace().withField("spec.nodeName", "n1").list().getItems()).isEmpty();
+      // The same name again, unbound: the node's list must not find it through what the first one was.
+      create("a");
+      assertThat(client.pods().inAnyNamespace().withField("spec.nodeName", "n1").list().getItems()).isEmpty();
     } finally {
       watch.close();
     }
@@ -118,6 +122,27 @@ class ApiServerStandInTest {
     assertThat(client.pods().inAnyNamespace().withLabel("k", "v").list().getItems()).extracting(p -> p.getMetadata().getName()).containsExactly("loaded");
     assertThat(client.nodes().withName("n1").get().getMetadata().getAnnotations()).containsEntry("a", "b");
     assertThatThrownBy(() -> api.load(List.of(pod))).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("Pod loaded").hasMessageContaining("409");
+  }
+
+  @Test
+  void aNodesPodListAlsoAppliesTheRequestsNamespaceAndLabelSelector() {
+    client.namespaces().resource(new io.fabric8.kubernetes.api.model.NamespaceBuilder().withNewMetadata().withName("other").endMetadata().build()).create();
+    List<Pod> pods = new ArrayList<>();
+    for (String[] p : new String[][] {{"default", "x", "v", "n1"}, {"default", "y", "w", "n1"}, {"other", "z", "v", "n1"}, {"default", "u", "v", "n2"}}) {
+      pods.add(new PodBuilder().withNewMetadata().withName(p[1]).withNamespace(p[0]).addToLabels("k", p[2]).endMetadata()
+          .withNewSpec().withNodeName(p[3]).addNewContainer().withName("c").withImage("i").endContainer().endSpec().build());
+    }
+    api.load(pods);
+
+    assertThat(client.pods().inAnyNamespace().withField("spec.nodeName", "n1").list().getItems()).extracting(p -> p.getMetadata().getName()).containsExactlyInAnyOrder("x", "y", "z");
+    assertThat(client.pods().inNamespace("default").withField("spec.nodeName", "n1").list().getItems()).extracting(p -> p.getMetadata().getName()).containsExactlyInAnyOrder("x", "y");
+    assertThat(client.pods().inAnyNamespace().withField("spec.nodeName", "n1").withLabel("k", "v").list().getItems()).extracting(p -> p.getMetadata().getName()).containsExactlyInAnyOrder("x", "z");
+    assertThat(client.pods().inAnyNamespace().withField("spec.nodeName", "n3").list().getItems()).isEmpty();
+    client.pods().inNamespace("default").withName("x").edit(p -> {
+      p.getMetadata().getLabels().put("k", "w");
+      return p;
+    });
+    assertThat(client.pods().inAnyNamespace().withField("spec.nodeName", "n1").withLabel("k", "w").list().getItems()).extracting(p -> p.getMetadata().getName()).containsExactlyInAnyOrder("x", "y");
   }
 
   @Test
