@@ -7,6 +7,7 @@ import io.vgpu.api.spi.PlacementView;
 import io.vgpu.api.spi.PodDemand;
 import java.util.List;
 import java.util.Map;
+import org.jspecify.annotations.Nullable;
 
 /**
  * vgpu's placement policy: place each pod where it least increases the idle card share that future
@@ -48,7 +49,8 @@ public final class VgpuPolicy implements PlacementPolicy {
   /** Whether contention follows the cluster's registrations (else it was given with the workload). */
   private final boolean followsRegistrations;
   private Map<String, Long> cardsByType = Map.of();
-  private volatile Model model;
+  /** {@code null} when an observation or a registration has changed what it is made of since. */
+  private volatile @Nullable Model model;
 
   /** The policy against a target workload learned from the pods the engine counts. */
   public VgpuPolicy() {
@@ -84,12 +86,12 @@ public final class VgpuPolicy implements PlacementPolicy {
 
   /** The target workload the policy measures against now. */
   public TargetWorkload workload() {
-    return model.workload();
+    return model().workload();
   }
 
   /** How contended a card type is now: 0 when nothing insists on it, at most 1. */
   public double contention(String cardType) {
-    return model.contention().of(cardType);
+    return model().contention().of(cardType);
   }
 
   @Override
@@ -119,15 +121,32 @@ public final class VgpuPolicy implements PlacementPolicy {
     }
   }
 
-  /** Recomputes the contention for the current workload and cards (holding the lock). */
+  /** Marks the model stale (holding the lock): it is worked out again when a score next needs it. */
   private void refresh() {
-    TargetWorkload current = workload.current();
-    model = new Model(current, TypeContention.of(current, cardsByType));
+    model = null;
+  }
+
+  /**
+   * The model for the current workload and cards. Worked out on first use after a change, not at each
+   * pod the engine counts: a policy that is loaded but not chosen would otherwise pay for every pod.
+   */
+  private Model model() {
+    Model known = model;
+    if (known != null) {
+      return known;
+    }
+    synchronized (this) {
+      if (model == null) {
+        TargetWorkload current = workload.current();
+        model = new Model(current, TypeContention.of(current, cardsByType));
+      }
+      return model;
+    }
   }
 
   @Override
   public void rankCards(NodeView node, CardDemand demand, int[] order) {
-    Model m = model;
+    Model m = model();
     double[] keys = CardOrder.keys(node.deviceCount());
     NodeFragmentation meter = NodeFragmentation.local();
     int n = meter.decreasesPerCard(node, m.workload(), demand, keys);
@@ -146,7 +165,7 @@ public final class VgpuPolicy implements PlacementPolicy {
 
   @Override
   public double scoreNode(NodeView node, PlacementView placement) {
-    Model m = model;
+    Model m = model();
     TargetWorkload target = m.workload();
     NodeFragmentation meter = NodeFragmentation.local();
     meter.load(node, target);

@@ -5,6 +5,7 @@ import io.vgpu.api.spi.PodDemand;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Where a fragmentation-aware policy gets its target workload: either given once (the placement
@@ -15,7 +16,9 @@ import java.util.Map;
  * pod's CPU request (on the pod's first card-using container; 0 where it is not known). Pods that take
  * no card never reach the engine's policies, so a learned workload has no CPU-only class.
  *
- * <p>Thread-safe: observations are serialized, and readers see an immutable snapshot.
+ * <p>Thread-safe: observations are serialized, and readers see an immutable snapshot. The snapshot is
+ * worked out when it is next read, not at each observation: the engine tells every loaded policy of
+ * every pod it counts, and a policy that is loaded but not chosen never reads it.
  */
 final class WorkloadModel {
   /** How many recent card-using containers a learned model remembers. */
@@ -27,7 +30,8 @@ final class WorkloadModel {
   private final WorkloadClass[] recent;
   private final Map<WorkloadClass, Integer> counts = new HashMap<>();
   private int next;
-  private volatile TargetWorkload current;
+  /** The typical classes of {@link #counts}; {@code null} when an observation has changed them since. */
+  private volatile @Nullable TargetWorkload current;
 
   private WorkloadModel(TargetWorkload initial, boolean learning) {
     this.current = initial;
@@ -52,7 +56,16 @@ final class WorkloadModel {
 
   /** The current target workload. */
   TargetWorkload current() {
-    return current;
+    TargetWorkload known = current;
+    if (known != null) {
+      return known;
+    }
+    synchronized (this) {
+      if (current == null) {
+        current = TargetWorkload.typical(counts, POPULARITY_PERCENT);
+      }
+      return current;
+    }
   }
 
   /** Counts one pod's card-using containers; a fixed model ignores it. */
@@ -71,7 +84,7 @@ final class WorkloadModel {
         next = (next + 1) % recent.length;
         counts.merge(k, 1, Integer::sum);
       }
-      current = TargetWorkload.typical(counts, POPULARITY_PERCENT);
+      current = null;
     }
   }
 
