@@ -74,6 +74,37 @@ class ExtenderArgsReaderTest {
   }
 
   @Test
+  void unchangedNamesAreFoundByTheirBytesWhereverTheyStandAndThePodIsStillRead() {
+    List<String> first = read(names(nodes(50))).nodeNames();
+    String namesJson = names(nodes(50)).substring(names(nodes(50)).indexOf('['), names(nodes(50)).length() - 1);
+    // NodeNames before the pod, and text that looks like the member inside the pod's strings and objects.
+    ExtenderArgs args = read("{ \"NodeNames\" : " + namesJson + ", \"Pod\":{\"metadata\":{\"name\":\"q\",\"namespace\":\"ns\","
+        + "\"annotations\":{\"x\":\"\\\"NodeNames\\\":[\\\"evil\\\"]\"}},\"spec\":{\"NodeNames\":[\"nested\"]}},\"Nodes\":null}");
+    assertThat(args.nodeNames()).isSameAs(first);
+    assertThat(args.pod().getMetadata().getName()).isEqualTo("q");
+    assertThat(args.pod().getMetadata().getAnnotations()).containsEntry("x", "\"NodeNames\":[\"evil\"]");
+    // A second NodeNames wins, as it does for the parser.
+    assertThat(read("{\"NodeNames\":" + namesJson + ",\"NodeNames\":[\"other\"]}").nodeNames()).containsExactly("other");
+    // Brackets and escaped quotes inside names do not end the array.
+    List<String> odd = List.of("a]b", "c\\\"[d");
+    List<String> oddRead = read(names(odd)).nodeNames();
+    assertThat(oddRead).containsExactly("a]b", "c\"[d");
+    assertThat(read(names(odd)).nodeNames()).isSameAs(oddRead);
+  }
+
+  @Test
+  void theScanFindsOnlyTheTopLevelMembersArray() {
+    byte[] key = "NodeNames".getBytes(StandardCharsets.US_ASCII);
+    String body = "{\"Pod\":{\"NodeNames\":[1]},\"s\":\"\\\"NodeNames\\\":[2]\", \"NodeNames\" :\t[\"a\", \"]\"] }";
+    long span = ExtenderArgsReader.topLevelArray(body.getBytes(StandardCharsets.UTF_8), key);
+    assertThat(body.substring((int) (span >>> 32), (int) span)).isEqualTo("[\"a\", \"]\"]");
+    for (String none : List.of("{\"NodeNames\":null}", "{\"Pod\":{\"NodeNames\":[1]}}", "[\"NodeNames\",[1]]", "{\"NodeNames\":[\"a\"", "{\"Node\\u004eames\":[1]}",
+        "{\"a\":\"unterminated", "{} {\"NodeNames\":[1]}", "")) {
+      assertThat(ExtenderArgsReader.topLevelArray(none.getBytes(StandardCharsets.UTF_8), key)).as(none).isEqualTo(-1);
+    }
+  }
+
+  @Test
   void theArgumentsAsTheyCome() {
     ExtenderArgs none = read("{\"Pod\":null,\"Nodes\":null,\"NodeNames\":null,\"Extra\":{\"a\":[1,2]}}");
     assertThat(none.pod()).isNull();
