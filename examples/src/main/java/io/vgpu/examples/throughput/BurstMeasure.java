@@ -8,6 +8,7 @@ import java.util.Map;
  *
  * @param seconds from the first pod's creation to the last pod's handshake done
  * @param schedulerCpuMs the scheduler process's CPU time over the burst
+ * @param schedulerJitCpuMs the part of it its JIT compiler threads used
  * @param standInCpuMs this process's CPU time over the burst: the API server, kube-scheduler and kubelet stand-ins
  * @param filters filter call durations in milliseconds, sorted
  * @param binds bind call durations in milliseconds, sorted
@@ -20,6 +21,7 @@ import java.util.Map;
 record BurstMeasure(
     double seconds,
     double schedulerCpuMs,
+    double schedulerJitCpuMs,
     double standInCpuMs,
     double[] filters,
     double[] binds,

@@ -44,6 +44,35 @@ final class ProcessMeter {
     return (utime + stime) * 1000.0 / ticksPerSecond;
   }
 
+  /**
+   * CPU time the process's JIT compiler threads (HotSpot's {@code C1 CompilerThread} and {@code C2
+   * CompilerThread}) have used so far, in milliseconds: the part of {@link #cpuMillis} that is the JVM
+   * compiling the code rather than running it. Threads that ended are not counted; compiler threads live
+   * as long as the JVM does unless it retires idle ones, which the figure then undercounts.
+   */
+  double compilerCpuMillis() {
+    Path tasks = Path.of("/proc", Long.toString(pid), "task");
+    long ticks = 0;
+    try (var threads = Files.list(tasks)) {
+      for (Path task : (Iterable<Path>) threads::iterator) {
+        String stat;
+        try {
+          stat = Files.readString(task.resolve("stat"));
+        } catch (IOException e) {
+          continue; // the thread ended between the listing and the read
+        }
+        String name = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+        if (name.startsWith("C1 CompilerThre") || name.startsWith("C2 CompilerThre")) {
+          String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+          ticks += Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
+        }
+      }
+    } catch (IOException e) {
+      throw new UnavailableException("cannot list " + tasks + ": " + e.getMessage());
+    }
+    return ticks * 1000.0 / ticksPerSecond;
+  }
+
   /** The process's resident memory in MiB ({@code VmRSS}). */
   double residentMiB() {
     try {

@@ -31,6 +31,7 @@ final class ThroughputReport {
     o.put("running", r.running());
     o.put("podsPerSecond", r.podsPerSecond());
     o.put("schedulerCpuMsPerPod", r.schedulerCpuMsPerPod());
+    o.put("schedulerJitCpuMsPerPod", r.schedulerJitCpuMsPerPod());
     o.put("standInCpuMsPerPod", r.standInCpuMsPerPod());
     o.put("filterP50Ms", r.filterP50Ms());
     o.put("filterP99Ms", r.filterP99Ms());
@@ -62,6 +63,7 @@ final class ThroughputReport {
     o.put("steadyPods", steady == null ? 0 : steady.pods());
     o.put("steadyWarmupPods", steady == null ? 0 : steady.warmupPods());
     putOrNull(o, "schedulerCpuMsPerPodSteady", steady == null ? null : steady.schedulerCpuMsPerPod());
+    putOrNull(o, "schedulerJitCpuMsPerPodSteady", steady == null ? null : steady.schedulerJitCpuMsPerPod());
     putOrNull(o, "standInCpuMsPerPodSteady", steady == null ? null : steady.standInCpuMsPerPod());
     putOrNull(o, "filterP50MsSteady", steady == null ? null : steady.filterP50Ms());
     putOrNull(o, "filterP99MsSteady", steady == null ? null : steady.filterP99Ms());
@@ -120,15 +122,15 @@ final class ThroughputReport {
         out.append(where).append(r.successfulBinds()).append(" binds accepted for ").append(r.pods()).append(" pods\n");
       }
       r.bindRejections().forEach((kind, n) -> out.append(where).append(n).append(" binds refused: ").append(kind).append('\n'));
-      out.append(where).append(String.format(Locale.ROOT, "burst %.2f s, stand-ins' CPU %.2f ms per pod, set-up %.1f s, %d binds in flight, load average %s%n",
-          r.burstSeconds(), r.standInCpuMsPerPod(), r.setupSeconds(), r.bindsInFlight(), r.loadAverage()));
+      out.append(where).append(String.format(Locale.ROOT, "burst %.2f s, scheduler's JIT %.2f ms and stand-ins' CPU %.2f ms per pod, set-up %.1f s, %d binds in flight, load average %s%n",
+          r.burstSeconds(), r.schedulerJitCpuMsPerPod(), r.standInCpuMsPerPod(), r.setupSeconds(), r.bindsInFlight(), r.loadAverage()));
       out.append(where).append("filter p50/p99 inside the scheduler (its histogram's bucket bounds): ").append(number(r.inSchedulerFilterP50Ms())).append(" / ")
           .append(number(r.inSchedulerFilterP99Ms())).append(" ms\n");
       if (r.steady().isPresent()) {
         ThroughputResult.Steady s = r.steady().get();
         out.append(where).append(String.format(Locale.ROOT,
-            "steady state (%d pods after %d): scheduler CPU %s ms per pod, filter p50/p99 %s / %s ms (p99 inside the scheduler %s ms), bind p99 %s ms, burst %.2f s, stand-ins' CPU %.2f ms per pod%n",
-            s.pods(), s.warmupPods(), number(s.schedulerCpuMsPerPod()), number(s.filterP50Ms()), number(s.filterP99Ms()), number(s.inSchedulerFilterP99Ms()), number(s.bindP99Ms()),
+            "steady state (%d pods after %d): scheduler CPU %s ms per pod (JIT %s), filter p50/p99 %s / %s ms (p99 inside the scheduler %s ms), bind p99 %s ms, burst %.2f s, stand-ins' CPU %.2f ms per pod%n",
+            s.pods(), s.warmupPods(), number(s.schedulerCpuMsPerPod()), number(s.schedulerJitCpuMsPerPod()), number(s.filterP50Ms()), number(s.filterP99Ms()), number(s.inSchedulerFilterP99Ms()), number(s.bindP99Ms()),
             s.burstSeconds(), s.standInCpuMsPerPod()));
         s.audit().lost().forEach(l -> out.append(where).append("not placed (steady state): ").append(l).append('\n'));
         if (s.successfulBinds() != s.pods()) {

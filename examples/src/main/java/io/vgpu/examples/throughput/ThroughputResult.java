@@ -14,6 +14,7 @@ import java.util.Optional;
  * @param burstSeconds from the first pod's creation to the last pod's handshake done
  * @param podsPerSecond the burst's pods over {@code burstSeconds}
  * @param schedulerCpuMsPerPod the scheduler process's CPU time during the burst, per pod
+ * @param schedulerJitCpuMsPerPod the part of it the scheduler's JIT compiler threads used, per pod
  * @param standInCpuMsPerPod this process's CPU time during the burst, per pod: the API server, kube-scheduler
  *     and kubelet stand-ins
  * @param filterP50Ms median filter call as kube-scheduler timed it (HTTPS and JSON included)
@@ -43,6 +44,7 @@ record ThroughputResult(
     double burstSeconds,
     double podsPerSecond,
     double schedulerCpuMsPerPod,
+    double schedulerJitCpuMsPerPod,
     double standInCpuMsPerPod,
     double filterP50Ms,
     double filterP99Ms,
@@ -70,6 +72,7 @@ record ThroughputResult(
    * @param warmupPods the pods the scheduler placed before it (the warm-up and the measured burst)
    * @param burstSeconds from its first pod's creation to its last pod's handshake done
    * @param schedulerCpuMsPerPod the scheduler process's CPU time over it, per pod
+   * @param schedulerJitCpuMsPerPod the part of it the JIT compiler threads used, per pod
    * @param standInCpuMsPerPod this process's CPU time over it, per pod
    * @param filterP50Ms median filter call
    * @param filterP99Ms 99th percentile filter call
@@ -83,6 +86,7 @@ record ThroughputResult(
       int warmupPods,
       double burstSeconds,
       double schedulerCpuMsPerPod,
+      double schedulerJitCpuMsPerPod,
       double standInCpuMsPerPod,
       double filterP50Ms,
       double filterP99Ms,
@@ -98,6 +102,7 @@ record ThroughputResult(
           warmupPods,
           ThroughputRun.round(measure.seconds(), 3),
           ThroughputRun.round(measure.schedulerCpuMs() / pods, 3),
+          ThroughputRun.round(measure.schedulerJitCpuMs() / pods, 3),
           ThroughputRun.round(measure.standInCpuMs() / pods, 3),
           ThroughputRun.round(BurstRecorder.percentile(measure.filters(), 50), 2),
           ThroughputRun.round(BurstRecorder.percentile(measure.filters(), 99), 2),

@@ -208,6 +208,7 @@ final class ThroughputRun {
               round(measured.seconds(), 3),
               round(burst.size() / measured.seconds(), 1),
               round(measured.schedulerCpuMs() / burst.size(), 3),
+              round(measured.schedulerJitCpuMs() / burst.size(), 3),
               round(measured.standInCpuMs() / burst.size(), 3),
               round(BurstRecorder.percentile(measured.filters(), 50), 2),
               round(BurstRecorder.percentile(measured.filters(), 99), 2),
@@ -318,12 +319,14 @@ final class ThroughputRun {
     recorder.resetTimings();
     var histogramBefore = histogram.read();
     double cpuBefore = meter.cpuMillis();
+    double jitBefore = meter.compilerCpuMillis();
     double standInsBefore = standIns.cpuMillis();
     double seconds = burst(client, pods, recorder, scheduler, settings.timeout());
     double cpu = meter.cpuMillis() - cpuBefore;
+    double jit = meter.compilerCpuMillis() - jitBefore;
     double standInCpu = standIns.cpuMillis() - standInsBefore;
     var histogramAfter = histogram.read();
-    return new BurstMeasure(seconds, cpu, standInCpu, recorder.filterMillis(), recorder.bindMillis(), recorder.successfulBinds(), recorder.bindErrors(), recorder.filterMisses(),
+    return new BurstMeasure(seconds, cpu, jit, standInCpu, recorder.filterMillis(), recorder.bindMillis(), recorder.successfulBinds(), recorder.bindErrors(), recorder.filterMisses(),
         SchedulerFilterHistogram.percentileMillis(histogramBefore, histogramAfter, 50), SchedulerFilterHistogram.percentileMillis(histogramBefore, histogramAfter, 99));
   }
 

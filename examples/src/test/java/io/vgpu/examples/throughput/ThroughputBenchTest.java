@@ -46,6 +46,9 @@ class ThroughputBenchTest {
       assertThat(report.path(key).asDouble()).as(key).isPositive();
     }
     assertThat(report.path("filterP99Ms").asDouble()).isGreaterThanOrEqualTo(report.path("filterP50Ms").asDouble());
+    // The JIT's share of the scheduler's CPU: a cold JVM compiles during its first burst.
+    assertThat(report.path("schedulerJitCpuMsPerPod").asDouble()).isPositive().isLessThanOrEqualTo(report.path("schedulerCpuMsPerPod").asDouble());
+    assertThat(report.path("schedulerJitCpuMsPerPodSteady").isNumber()).isTrue();
     // The steady state: a second burst as large as the first, after the warm-up and the first burst.
     assertThat(report.path("steadyPods").asInt()).isEqualTo(50);
     assertThat(report.path("steadyWarmupPods").asInt()).isEqualTo(55);
