@@ -5,7 +5,9 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -45,14 +47,14 @@ final class ProcessMeter {
   }
 
   /**
-   * CPU time the process's JIT compiler threads (HotSpot's {@code C1 CompilerThread} and {@code C2
-   * CompilerThread}) have used so far, in milliseconds: the part of {@link #cpuMillis} that is the JVM
-   * compiling the code rather than running it. Threads that ended are not counted; compiler threads live
-   * as long as the JVM does unless it retires idle ones, which the figure then undercounts.
+   * CPU time each of the process's JIT compiler threads (HotSpot's {@code C1 CompilerThread} and {@code
+   * C2 CompilerThread}) has used so far, in clock ticks by thread id: the part of {@link #cpuMillis} that
+   * is the JVM compiling its code rather than running it. Compare two readings with {@link
+   * #compilerCpuMillisBetween}.
    */
-  double compilerCpuMillis() {
+  Map<Long, Long> compilerTicks() {
     Path tasks = Path.of("/proc", Long.toString(pid), "task");
-    long ticks = 0;
+    Map<Long, Long> ticks = new HashMap<>();
     try (var threads = Files.list(tasks)) {
       for (Path task : (Iterable<Path>) threads::iterator) {
         String stat;
@@ -64,11 +66,25 @@ final class ProcessMeter {
         String name = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
         if (name.startsWith("C1 CompilerThre") || name.startsWith("C2 CompilerThre")) {
           String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-          ticks += Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
+          ticks.put(Long.parseLong(task.getFileName().toString()), Long.parseLong(fields[11]) + Long.parseLong(fields[12]));
         }
       }
     } catch (IOException e) {
       throw new UnavailableException("cannot list " + tasks + ": " + e.getMessage());
+    }
+    return ticks;
+  }
+
+  /**
+   * The compiler threads' CPU between two readings of {@link #compilerTicks}, in milliseconds. The JVM
+   * starts and retires compiler threads as its queue grows and shrinks: a thread started in between
+   * counts whole, one retired in between counts for nothing (its last ticks cannot be read), so the
+   * figure may fall short but is never negative.
+   */
+  double compilerCpuMillisBetween(Map<Long, Long> before, Map<Long, Long> after) {
+    long ticks = 0;
+    for (Map.Entry<Long, Long> thread : after.entrySet()) {
+      ticks += Math.max(0, thread.getValue() - before.getOrDefault(thread.getKey(), 0L));
     }
     return ticks * 1000.0 / ticksPerSecond;
   }

@@ -36,6 +36,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ExecutorService;
@@ -319,11 +320,11 @@ final class ThroughputRun {
     recorder.resetTimings();
     var histogramBefore = histogram.read();
     double cpuBefore = meter.cpuMillis();
-    double jitBefore = meter.compilerCpuMillis();
+    Map<Long, Long> jitBefore = meter.compilerTicks();
     double standInsBefore = standIns.cpuMillis();
     double seconds = burst(client, pods, recorder, scheduler, settings.timeout());
     double cpu = meter.cpuMillis() - cpuBefore;
-    double jit = meter.compilerCpuMillis() - jitBefore;
+    double jit = meter.compilerCpuMillisBetween(jitBefore, meter.compilerTicks());
     double standInCpu = standIns.cpuMillis() - standInsBefore;
     var histogramAfter = histogram.read();
     return new BurstMeasure(seconds, cpu, jit, standInCpu, recorder.filterMillis(), recorder.bindMillis(), recorder.successfulBinds(), recorder.bindErrors(), recorder.filterMisses(),
