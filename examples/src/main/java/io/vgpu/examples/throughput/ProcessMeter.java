@@ -39,11 +39,14 @@ final class ProcessMeter {
     } catch (IOException e) {
       throw new UnavailableException("cannot read /proc/" + pid + "/stat: " + e.getMessage());
     }
+    return cpuTicks(stat) * 1000.0 / ticksPerSecond;
+  }
+
+  /** User plus system time in a {@code stat} line of /proc (a process's or one thread's), in clock ticks. */
+  private static long cpuTicks(String stat) {
     // The command name (field 2) may hold spaces: the fields after it start past the last ')'.
     String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-    long utime = Long.parseLong(fields[11]);
-    long stime = Long.parseLong(fields[12]);
-    return (utime + stime) * 1000.0 / ticksPerSecond;
+    return Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
   }
 
   /**
@@ -65,8 +68,7 @@ final class ProcessMeter {
         }
         String name = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
         if (name.startsWith("C1 CompilerThre") || name.startsWith("C2 CompilerThre")) {
-          String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-          ticks.put(Long.parseLong(task.getFileName().toString()), Long.parseLong(fields[11]) + Long.parseLong(fields[12]));
+          ticks.put(Long.parseLong(task.getFileName().toString()), cpuTicks(stat));
         }
       }
     } catch (IOException e) {

@@ -106,7 +106,7 @@ public final class VgpuPolicy implements PlacementPolicy {
     }
     synchronized (this) {
       workload.observe(pod);
-      refresh();
+      markStale();
     }
   }
 
@@ -117,12 +117,12 @@ public final class VgpuPolicy implements PlacementPolicy {
     }
     synchronized (this) {
       this.cardsByType = Map.copyOf(cards);
-      refresh();
+      markStale();
     }
   }
 
   /** Marks the model stale (holding the lock): it is worked out again when a score next needs it. */
-  private void refresh() {
+  private void markStale() {
     model = null;
   }
 

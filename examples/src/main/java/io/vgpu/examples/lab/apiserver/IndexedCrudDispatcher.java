@@ -172,8 +172,7 @@ final class IndexedCrudDispatcher extends KubernetesCrudDispatcher {
         snapshots.put(next, new Snapshot(snapshot.items, snapshot.version, end));
       }
     }
-    String body = "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[" + String.join(",", snapshot.items.subList(snapshot.from, end))
-        + "],\"metadata\":{\"resourceVersion\":\"" + snapshot.version + "\",\"continue\":\"" + next + "\"}}";
+    String body = listBody(snapshot.items.subList(snapshot.from, end), snapshot.version, ",\"continue\":\"" + next + "\"");
     return new MockResponse().setResponseCode(200).setHeader("Content-Type", "application/json").setBody(body);
   }
 
@@ -201,7 +200,12 @@ final class IndexedCrudDispatcher extends KubernetesCrudDispatcher {
     } finally {
       lock.readLock().unlock();
     }
-    return "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[" + String.join(",", items) + "],\"metadata\":{\"resourceVersion\":\"" + version + "\"}}";
+    return listBody(items, version, "");
+  }
+
+  /** A List of stored objects' JSON at {@code version}; {@code moreMetadata} is added to its metadata as written. */
+  private static String listBody(List<String> items, String version, String moreMetadata) {
+    return "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[" + String.join(",", items) + "],\"metadata\":{\"resourceVersion\":\"" + version + "\"" + moreMetadata + "}}";
   }
 
   /**
@@ -384,13 +388,13 @@ final class IndexedCrudDispatcher extends KubernetesCrudDispatcher {
     }
   }
 
-  /** The whole index from the store, should a key ever be computed otherwise than fabric8 did. */
+  /** The whole indexes from the store, should a key ever be computed otherwise than fabric8 did. */
   private void rebuild() {
     byName.clear();
     map.keySet().forEach(this::remember);
-    Set<AttributeSet> gone = new LinkedHashSet<>(nodeOfPod.keySet());
-    gone.removeAll(map.keySet());
-    gone.forEach(this::unindexPod);
+    podsByNode.clear();
+    nodeOfPod.clear();
+    map.forEach((key, json) -> indexPod(key, null, json));
   }
 
   private static @Nullable String name(AttributeSet attributes) {
