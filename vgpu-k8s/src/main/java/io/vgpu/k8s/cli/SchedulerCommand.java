@@ -43,7 +43,7 @@ public final class SchedulerCommand implements Callable<Integer> {
           "--extender-bind-address", "--client-ca-file", "--scheduler-name", "--node-scheduler-policy", "--gpu-scheduler-policy", "--device-config-file",
           "--node-lock-timeout", "--node-lock-retry-timeout", "--leader-elect", "--leader-elect-resource-name", "--leader-elect-resource-namespace",
           "--stale-reservation-timeout", "--node-label-selector", "--legacy-metrics", "--force-overwrite-default-scheduler", "--place-cpu-only-pods",
-          "--grant-key-secret", "--sync-timeout", "--kai-dialect", "--kai-scheduler-name", "--gang-hold-timeout");
+          "--grant-key-secret", "--sync-timeout", "--kai-dialect", "--kai-scheduler-name", "--gang-hold-timeout", "--warm-up-rounds");
 
   @Spec
   @Nullable CommandSpec spec;
@@ -153,6 +153,10 @@ public final class SchedulerCommand implements Callable<Integer> {
   @Option(names = "--kubeconfig", description = "Kubeconfig file; without it, the in-cluster configuration.")
   @Nullable Path kubeconfig;
 
+  @Option(names = "--warm-up-rounds", defaultValue = "3000",
+      description = "Rounds of the request path run on made-up pods before the extender listens, so that the first pods find it compiled; 0 for none (default ${DEFAULT-VALUE}, at most 20 s).")
+  int warmUpRounds;
+
   @Option(names = "--sync-timeout", defaultValue = "2m", converter = GoDuration.class, description = "How long to wait for the informer caches at start (default ${DEFAULT-VALUE}).")
   Duration syncTimeout;
 
@@ -178,34 +182,41 @@ public final class SchedulerCommand implements Callable<Integer> {
     if (deviceConfigFile != null) {
       config = new DeviceConfigReader(java.util.Set.of("fgd", "vgpu", "bestfit", "random")).readFile(deviceConfigFile);
     }
-    SchedulerOptions options =
-        new SchedulerOptions(
-            httpBind,
-            Optional.ofNullable(certFile),
-            Optional.ofNullable(keyFile),
-            extenderBind,
-            Optional.ofNullable(clientCaFile),
-            Optional.ofNullable(webhookClientCaFile),
-            metricsBind,
-            schedulerName,
-            forceOverwriteDefaultScheduler,
-            nodePolicy,
-            gpuPolicy,
-            Optional.ofNullable(deviceConfigFile),
-            nodeLockTimeout,
-            nodeLockRetryTimeout,
-            leaderElect,
-            leaseName,
-            leaseNamespace,
-            identity(),
-            staleReservationTimeout,
-            nodeLabelSelector,
-            legacyMetrics,
-            syncTimeout,
-            placeCpuOnlyPods,
-            Optional.ofNullable(grantKeySecret),
-            kaiDialect ? Optional.of(kaiSchedulerName) : Optional.empty(),
-            gangHoldTimeout);
+    SchedulerOptions options;
+    try {
+      options =
+          new SchedulerOptions(
+              httpBind,
+              Optional.ofNullable(certFile),
+              Optional.ofNullable(keyFile),
+              extenderBind,
+              Optional.ofNullable(clientCaFile),
+              Optional.ofNullable(webhookClientCaFile),
+              metricsBind,
+              schedulerName,
+              forceOverwriteDefaultScheduler,
+              nodePolicy,
+              gpuPolicy,
+              Optional.ofNullable(deviceConfigFile),
+              nodeLockTimeout,
+              nodeLockRetryTimeout,
+              leaderElect,
+              leaseName,
+              leaseNamespace,
+              identity(),
+              staleReservationTimeout,
+              nodeLabelSelector,
+              legacyMetrics,
+              syncTimeout,
+              placeCpuOnlyPods,
+              Optional.ofNullable(grantKeySecret),
+              kaiDialect ? Optional.of(kaiSchedulerName) : Optional.empty(),
+              gangHoldTimeout,
+              warmUpRounds);
+    } catch (IllegalArgumentException e) {
+      // A flag the options refuse (a negative count, a zero timeout): one line, as picocli's own.
+      throw new InputException(e.getMessage());
+    }
     KubernetesClient client = ClusterConnection.connect(kubeconfig);
     try {
       if (grantKeySecret != null) {

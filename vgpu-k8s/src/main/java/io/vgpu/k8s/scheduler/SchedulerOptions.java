@@ -49,6 +49,8 @@ import java.util.Optional;
  *     places their gangs whole; empty leaves them to KAI
  * @param gangHoldTimeout how long a gang's reservation waits for all its members to be bound before
  *     those not bound give theirs back ({@code --gang-hold-timeout}, default 60s)
+ * @param warmUpRounds rounds of the request path run on made-up pods before the listeners start, so
+ *     that the first pods find it compiled ({@code --warm-up-rounds}; 0 runs none, as here by default)
  */
 public record SchedulerOptions(
     String httpBind,
@@ -76,7 +78,8 @@ public record SchedulerOptions(
     boolean placeCpuOnlyPods,
     Optional<String> grantKeySecret,
     Optional<String> kaiDialect,
-    Duration gangHoldTimeout) {
+    Duration gangHoldTimeout,
+    int warmUpRounds) {
 
   /** Validates the fields. */
   public SchedulerOptions {
@@ -103,6 +106,9 @@ public record SchedulerOptions(
     }
     if (leaderElect && (leaseName.isEmpty() || leaseNamespace.isEmpty())) {
       throw new IllegalArgumentException("--leader-elect needs --leader-elect-resource-name and --leader-elect-resource-namespace");
+    }
+    if (warmUpRounds < 0) {
+      throw new IllegalArgumentException("--warm-up-rounds " + warmUpRounds + " must not be negative");
     }
   }
 
@@ -134,42 +140,43 @@ public record SchedulerOptions(
         false,
         Optional.empty(),
         Optional.empty(),
-        Duration.ofSeconds(60));
+        Duration.ofSeconds(60),
+        0);
   }
 
   /** Returns a copy with other bind addresses. */
   public SchedulerOptions withBinds(String http, String metrics) {
     return new SchedulerOptions(http, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metrics, schedulerName, overwriteDefaultScheduler, nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile,
         nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName, leaseNamespace, identity, staleReservationTimeout, nodeLabelSelector,
-        legacyMetrics, syncTimeout, placeCpuOnlyPods, grantKeySecret, kaiDialect, gangHoldTimeout);
+        legacyMetrics, syncTimeout, placeCpuOnlyPods, grantKeySecret, kaiDialect, gangHoldTimeout, warmUpRounds);
   }
 
   /** Returns a copy whose binds wait this long for a contended node lock. */
   public SchedulerOptions withNodeLockRetryTimeout(Duration value) {
     return new SchedulerOptions(httpBind, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName, overwriteDefaultScheduler, nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile,
         nodeLockTimeout, value, leaderElect, leaseName, leaseNamespace, identity, staleReservationTimeout, nodeLabelSelector, legacyMetrics,
-        syncTimeout, placeCpuOnlyPods, grantKeySecret, kaiDialect, gangHoldTimeout);
+        syncTimeout, placeCpuOnlyPods, grantKeySecret, kaiDialect, gangHoldTimeout, warmUpRounds);
   }
 
   /** Returns a copy with another stale-reservation timeout. */
   public SchedulerOptions withStaleReservationTimeout(Duration value) {
     return new SchedulerOptions(httpBind, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName, overwriteDefaultScheduler, nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile,
         nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName, leaseNamespace, identity, value, nodeLabelSelector, legacyMetrics,
-        syncTimeout, placeCpuOnlyPods, grantKeySecret, kaiDialect, gangHoldTimeout);
+        syncTimeout, placeCpuOnlyPods, grantKeySecret, kaiDialect, gangHoldTimeout, warmUpRounds);
   }
 
   /** Returns a copy following a Lease. */
   public SchedulerOptions withLeaderElection(String name, String namespace, String hostname) {
     return new SchedulerOptions(httpBind, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName, overwriteDefaultScheduler, nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile,
         nodeLockTimeout, nodeLockRetryTimeout, true, name, namespace, hostname, staleReservationTimeout, nodeLabelSelector, legacyMetrics,
-        syncTimeout, placeCpuOnlyPods, grantKeySecret, kaiDialect, gangHoldTimeout);
+        syncTimeout, placeCpuOnlyPods, grantKeySecret, kaiDialect, gangHoldTimeout, warmUpRounds);
   }
 
   /** Returns a copy serving TLS from these PEM files. */
   public SchedulerOptions withTls(Path cert, Path key) {
     return new SchedulerOptions(httpBind, Optional.of(cert), Optional.of(key), extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName,
         overwriteDefaultScheduler, nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile, nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName,
-        leaseNamespace, identity, staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, placeCpuOnlyPods, grantKeySecret, kaiDialect, gangHoldTimeout);
+        leaseNamespace, identity, staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, placeCpuOnlyPods, grantKeySecret, kaiDialect, gangHoldTimeout, warmUpRounds);
   }
 
   /**
@@ -179,21 +186,21 @@ public record SchedulerOptions(
   public SchedulerOptions withExtender(String bind, Optional<Path> clientCa, Optional<Path> webhookClientCa) {
     return new SchedulerOptions(httpBind, certFile, keyFile, bind, clientCa, webhookClientCa, metricsBind, schedulerName, overwriteDefaultScheduler,
         nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile, nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName, leaseNamespace, identity,
-        staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, placeCpuOnlyPods, grantKeySecret, kaiDialect, gangHoldTimeout);
+        staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, placeCpuOnlyPods, grantKeySecret, kaiDialect, gangHoldTimeout, warmUpRounds);
   }
 
   /** Returns a copy that does, or does not, place pods asking for no GPU. */
   public SchedulerOptions withCpuOnlyPodPlacement(boolean value) {
     return new SchedulerOptions(httpBind, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName, overwriteDefaultScheduler,
         nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile, nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName, leaseNamespace, identity,
-        staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, value, grantKeySecret, kaiDialect, gangHoldTimeout);
+        staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, value, grantKeySecret, kaiDialect, gangHoldTimeout, warmUpRounds);
   }
 
   /** Returns a copy that signs grants with the key in the Secret {@code NAMESPACE/NAME}. */
   public SchedulerOptions withGrantKeySecret(String value) {
     return new SchedulerOptions(httpBind, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName, overwriteDefaultScheduler,
         nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile, nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName, leaseNamespace, identity,
-        staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, placeCpuOnlyPods, Optional.of(value), kaiDialect, gangHoldTimeout);
+        staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, placeCpuOnlyPods, Optional.of(value), kaiDialect, gangHoldTimeout, warmUpRounds);
   }
 
   /**
@@ -204,6 +211,13 @@ public record SchedulerOptions(
   public SchedulerOptions withKaiDialect(String kaiSchedulerName, Duration holdTimeout) {
     return new SchedulerOptions(httpBind, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName, overwriteDefaultScheduler,
         nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile, nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName, leaseNamespace, identity,
-        staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, placeCpuOnlyPods, grantKeySecret, Optional.of(kaiSchedulerName), holdTimeout);
+        staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, placeCpuOnlyPods, grantKeySecret, Optional.of(kaiSchedulerName), holdTimeout, warmUpRounds);
+  }
+
+  /** Returns a copy that runs {@code rounds} rounds of the request path before it serves. */
+  public SchedulerOptions withWarmUpRounds(int rounds) {
+    return new SchedulerOptions(httpBind, certFile, keyFile, extenderBind, clientCaFile, webhookClientCaFile, metricsBind, schedulerName, overwriteDefaultScheduler,
+        nodeSchedulerPolicy, gpuSchedulerPolicy, deviceConfigFile, nodeLockTimeout, nodeLockRetryTimeout, leaderElect, leaseName, leaseNamespace, identity,
+        staleReservationTimeout, nodeLabelSelector, legacyMetrics, syncTimeout, placeCpuOnlyPods, grantKeySecret, kaiDialect, gangHoldTimeout, rounds);
   }
 }

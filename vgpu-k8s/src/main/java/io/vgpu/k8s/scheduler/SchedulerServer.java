@@ -71,6 +71,8 @@ public final class SchedulerServer implements AutoCloseable {
   private static final Duration GANG_EXPIRY_INTERVAL = Duration.ofSeconds(1);
   /** Threads that finish binds once their node's lock is theirs (a bind waiting for one holds none). */
   private static final int BIND_THREADS = 2;
+  /** The longest a warm-up may delay serving, however many rounds it was given. */
+  private static final Duration WARM_UP_BUDGET = Duration.ofSeconds(20);
 
   private final KubernetesClient client;
   private final Engine engine;
@@ -217,6 +219,10 @@ public final class SchedulerServer implements AutoCloseable {
     metrics.rebuilt(b.ledger.start(options.syncTimeout()).toNanos());
     // A new leader takes over the reservations its predecessor made and kube-scheduler has yet to bind.
     b.leadership.onStartedLeading(b.ledger::adoptReservations);
+    if (options.warmUpRounds() > 0) {
+      // Before the listeners: kube-scheduler's first calls would otherwise share the CPU with it.
+      new WarmUp(effective, JSON, client).run(options.warmUpRounds(), WARM_UP_BUDGET);
+    }
     Optional<ClientCertificateAuthority> extenderClients = authority("--client-ca-file", options.clientCaFile());
     Optional<ClientCertificateAuthority> webhookClients = authority("--webhook-client-ca-file", options.webhookClientCaFile());
     ReloadingKeyManager keys =

@@ -21,6 +21,7 @@ class SchedulerCommandTest {
         case "--leader-elect", "--legacy-metrics", "--place-cpu-only-pods", "--kai-dialect" -> flag;
         case "--node-lock-timeout", "--node-lock-retry-timeout", "--stale-reservation-timeout", "--sync-timeout", "--gang-hold-timeout" -> flag + "=1m";
         case "--node-label-selector" -> flag + "=gpu=on";
+        case "--warm-up-rounds" -> flag + "=0";
         case "--force-overwrite-default-scheduler" -> flag + "=false";
         default -> flag + "=x";
       };
@@ -28,6 +29,13 @@ class SchedulerCommandTest {
       assertThat(run.code()).as(flag).isEqualTo(2);
       assertThat(run.err()).isEqualTo("vgpu: " + flag + " applies only with --stack hami: with --stack kai vgpu serves no extender\n");
     }
+  }
+
+  @Test
+  void aFlagTheOptionsRefuseIsOneLine() {
+    Run negative = vgpu("scheduler", "--warm-up-rounds=-1");
+    assertThat(negative.code()).isEqualTo(2);
+    assertThat(negative.err()).isEqualTo("vgpu: --warm-up-rounds -1 must not be negative\n");
   }
 
   @Test

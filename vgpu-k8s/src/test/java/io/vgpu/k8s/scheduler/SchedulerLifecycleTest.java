@@ -72,6 +72,19 @@ class SchedulerLifecycleTest {
   }
 
   @Test
+  void aWarmUpAtStartLeavesTheLedgerAsTheClusterHasIt() throws Exception {
+    cluster.start(SchedulerOptions.defaults().withWarmUpRounds(200), DeviceConfig.DEFAULT);
+
+    // Its made-up nodes and pods are its own: the scheduler knows the cluster's node and no grant.
+    assertThat(cluster.server.engine().nodeNames()).containsExactly("n1");
+    assertThat(cluster.server.engine().grants()).isEmpty();
+    Pod a = cluster.create(small("a"));
+    cluster.filter(a, List.of("n1"));
+    assertThat(cluster.server.engine().grant(new PodRef("default", "a"))).isPresent();
+    assertThat(cluster.server.engine().grants()).hasSize(1);
+  }
+
+  @Test
   void aReservationOfAPodNeverBoundIsGivenBackAndReturnsIfItIsBound() throws Exception {
     cluster.start(SchedulerOptions.defaults().withStaleReservationTimeout(Duration.ofMinutes(5)), DeviceConfig.DEFAULT);
     Pod a = cluster.create(small("a"));

@@ -1,0 +1,86 @@
+package io.vgpu.k8s.scheduler;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.sun.net.httpserver.HttpServer;
+import io.fabric8.kubernetes.client.ConfigBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import io.vgpu.k8s.config.DeviceConfig;
+import io.vgpu.k8s.pod.PodJson;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.junit.jupiter.api.Test;
+import tools.jackson.databind.DeserializationFeature;
+import tools.jackson.databind.json.JsonMapper;
+
+class WarmUpTest {
+  private static final JsonMapper JSON = PodJson.mapper().rebuild().disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES).build();
+
+  @Test
+  void everyRoundPlacesBindsAndGivesBackItsPod() {
+    WarmUp.Outcome outcome = new WarmUp(DeviceConfig.DEFAULT, JSON, null).run(300, Duration.ofMinutes(1));
+
+    // 300 pods of up to two cards on 16 nodes of 8: they fit only because each gives its cards back.
+    assertThat(outcome.rounds()).isEqualTo(300);
+    assertThat(outcome.placed()).isEqualTo(300);
+    assertThat(outcome.apiReads()).isZero();
+  }
+
+  @Test
+  void theBudgetEndsItWhateverTheRounds() {
+    WarmUp.Outcome outcome = new WarmUp(DeviceConfig.DEFAULT, JSON, null).run(Integer.MAX_VALUE, Duration.ofMillis(200));
+
+    assertThat(outcome.rounds()).isPositive().isLessThan(Integer.MAX_VALUE);
+    assertThat(outcome.placed()).isEqualTo(outcome.rounds());
+  }
+
+  @Test
+  void oneRoundInTenReadsTheApiServersVersionThroughTheClient() throws Exception {
+    List<String> seen = new CopyOnWriteArrayList<>();
+    HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
+    server.createContext("/", exchange -> {
+      seen.add(exchange.getRequestMethod() + " " + exchange.getRequestURI());
+      byte[] body = "{\"major\":\"1\",\"minor\":\"31\"}".getBytes(StandardCharsets.UTF_8);
+      exchange.sendResponseHeaders(200, body.length);
+      exchange.getResponseBody().write(body);
+      exchange.close();
+    });
+    server.start();
+    try (KubernetesClient client = client("http://127.0.0.1:" + server.getAddress().getPort())) {
+      WarmUp.Outcome outcome = new WarmUp(DeviceConfig.DEFAULT, JSON, client).run(100, Duration.ofMinutes(1));
+
+      assertThat(outcome.rounds()).isEqualTo(100);
+      assertThat(outcome.apiReads()).isEqualTo(10);
+      assertThat(seen).hasSize(10).containsOnly("GET /version");
+    } finally {
+      server.stop(0);
+    }
+  }
+
+  @Test
+  void anApiServerThatCannotBeReachedEndsTheReadsNotTheRounds() throws Exception {
+    int closed;
+    try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      closed = socket.getLocalPort();
+    }
+    try (KubernetesClient client = client("http://127.0.0.1:" + closed)) {
+      WarmUp.Outcome outcome = new WarmUp(DeviceConfig.DEFAULT, JSON, client).run(50, Duration.ofMinutes(1));
+
+      assertThat(outcome.rounds()).isEqualTo(50);
+      assertThat(outcome.placed()).isEqualTo(50);
+      assertThat(outcome.apiReads()).isZero();
+    }
+  }
+
+  private static KubernetesClient client(String master) {
+    return new KubernetesClientBuilder()
+        .withConfig(new ConfigBuilder().withMasterUrl(master).withRequestRetryBackoffLimit(0).withConnectionTimeout(2_000).build())
+        .build();
+  }
+}
