@@ -75,6 +75,10 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
       description = "The scheduler JVM's options, space-separated (default: those vgpu's image starts it with, read from images/vgpu/Dockerfile), e.g. -XX:+UseSerialGC -XX:StartFlightRecording=filename=s.jfr.")
   @Nullable String schedulerJavaOptions;
 
+  @Option(names = "--scheduler-args", paramLabel = "FLAGS",
+      description = "Flags for the scheduler after the chart's, space-separated, e.g. --warm-up-rounds=0 (default: none).")
+  @Nullable String schedulerArgs;
+
   @Option(names = "--profile", paramLabel = "FILE",
       description = "Record the scheduler with Java Flight Recorder during the measured burst (one size only), e.g. s.jfr; read it with jfr print or JDK Mission Control.")
   @Nullable Path profile;
@@ -111,7 +115,8 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
             "--steady-pods " + steady + " is more than the " + (w + pods) + " pods before it (--warmup " + w + " and --pods " + pods + "): its warm-up must be at least as large");
       }
       ThroughputRun.Settings settings =
-          new ThroughputRun.Settings(n, pods, running, w, steady, bindsInFlight, kubeletThreads, standInsNice, seed, timeout, javaOptions(home), Optional.ofNullable(profile));
+          new ThroughputRun.Settings(n, pods, running, w, steady, bindsInFlight, kubeletThreads, standInsNice, seed, timeout, javaOptions(home),
+              schedulerArgs == null || schedulerArgs.isBlank() ? List.of() : List.of(schedulerArgs.trim().split("\\s+")), Optional.ofNullable(profile));
       try (LabWorkspace workspace = keep == null ? LabWorkspace.temporary() : LabWorkspace.kept(nodes.size() == 1 ? keep : keep.resolve(n + "-nodes"))) {
         results.add(new ThroughputRun(home, settings, progress).run(workspace));
       }

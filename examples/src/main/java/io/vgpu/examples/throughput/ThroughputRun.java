@@ -72,6 +72,7 @@ final class ThroughputRun {
    * @param seed the seed of the pods' shares
    * @param timeout how long the burst may take
    * @param schedulerJavaOptions the scheduler JVM's options
+   * @param schedulerArgs flags for the scheduler after those of the chart
    * @param profile where to write a Flight Recorder recording of the scheduler during the measured burst, if anywhere
    */
   record Settings(
@@ -86,6 +87,7 @@ final class ThroughputRun {
       long seed,
       Duration timeout,
       List<String> schedulerJavaOptions,
+      List<String> schedulerArgs,
       Optional<Path> profile) {}
 
   private final LabHome home;
@@ -154,7 +156,7 @@ final class ThroughputRun {
       client.admissionRegistration().v1().mutatingWebhookConfigurations()
           .resource(PodJson.mapper().treeToValue(deployment.webhookConfiguration(), MutatingWebhookConfiguration.class)).create();
       launch.runCertificates(kubeconfig, workspace.file("logs/certificates.log"));
-      JavaCommand.Launch command = new JavaCommand(Optional.of(home.root().resolve("target/lab-cds"))).command("info", settings.schedulerJavaOptions(), launch.args());
+      JavaCommand.Launch command = new JavaCommand(Optional.of(home.root().resolve("target/lab-cds"))).command("info", settings.schedulerJavaOptions(), concat(launch.args(), settings.schedulerArgs()));
       ComponentProcess scheduler = new ComponentProcess("scheduler", command.command(), launch.env(), workspace.file("logs/scheduler.log"));
       Thread killer = new Thread(scheduler::kill, "throughput-bench-cleanup");
       Runtime.getRuntime().addShutdownHook(killer);
@@ -235,6 +237,12 @@ final class ThroughputRun {
         Runtime.getRuntime().removeShutdownHook(killer);
       }
     }
+  }
+
+  private static List<String> concat(List<String> first, List<String> then) {
+    List<String> all = new ArrayList<>(first);
+    all.addAll(then);
+    return all;
   }
 
   private void say(String format, Object... args) {
