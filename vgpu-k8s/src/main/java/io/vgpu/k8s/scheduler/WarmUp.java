@@ -140,7 +140,7 @@ final class WarmUp {
    *
    * @return whether the pod was placed
    */
-  boolean round(int i) {
+  private boolean round(int i) {
     String name = "warm-up-" + i;
     String uid = String.format(Locale.ROOT, "00000000-0000-4000-8000-%012x", i);
     ObjectNode pod = pod(name, uid, 1 + i % 2, 1024L * (1 + i % 16), 5 * (i % 11));
