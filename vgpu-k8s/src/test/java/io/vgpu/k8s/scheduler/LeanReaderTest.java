@@ -14,10 +14,13 @@ import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.api.model.ResourceQuota;
 import io.fabric8.kubernetes.api.model.Status;
 import io.fabric8.kubernetes.api.model.WatchEvent;
+import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 import io.vgpu.api.ResourceSchema;
 import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.kai.KaiKeys;
+import java.io.ByteArrayInputStream;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -168,6 +171,41 @@ class LeanReaderTest {
     WatchEvent reversed = lean.unmarshal("{\"object\":" + pods().get(0) + ",\"type\":\"DELETED\"}", WatchEvent.class);
     assertThat(reversed.getType()).isEqualTo("DELETED");
     assertThat(reversed.getObject()).isEqualTo(viaCopy(pods().get(0)));
+  }
+
+  @Test
+  void aWatchEventHandedOverAsTextReadsAsFromItsBytes() {
+    // The watch hands each event over as text, which is parsed directly; from bytes it goes the way
+    // fabric8 reads a stream, through the module. Both must give the same event, whatever its shape.
+    List<String> events = new ArrayList<>();
+    for (String json : pods()) {
+      events.add(event("MODIFIED", json));
+      events.add("{\"object\":" + json + ",\"type\":\"DELETED\"}");
+      events.add(" {\"type\":\"ADDED\",\"extra\":{\"a\":[1,2]},\"object\":" + json + "}\n");
+    }
+    for (String json : nodes()) {
+      events.add(event("ADDED", json));
+    }
+    events.add(event("BOOKMARK", "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"12\"}}"));
+    events.add(event("ERROR", "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"code\":410}"));
+    events.add(event("ADDED", "{\"apiVersion\":\"apps/v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"not-core\"}}"));
+    events.add("{\"type\":\"ADDED\",\"object\":null}");
+    events.add("{\"type\":\"ADDED\"}");
+    for (String text : events) {
+      WatchEvent fromBytes = lean.unmarshal(new ByteArrayInputStream(text.getBytes(StandardCharsets.UTF_8)), WatchEvent.class);
+      WatchEvent fromText = lean.unmarshal(text, WatchEvent.class);
+      assertThat(fromText.getType()).as(text).isEqualTo(fromBytes.getType());
+      assertThat(fromText.getObject()).as(text).isEqualTo(fromBytes.getObject());
+    }
+  }
+
+  @Test
+  void aMalformedWatchEventAsTextIsRefusedAsFabric8RefusesIt() {
+    assertThatThrownBy(() -> lean.unmarshal(event("MODIFIED", "{\"kind\":\"Pod\",\"metadata\":[]}"), WatchEvent.class))
+        .isInstanceOf(KubernetesClientException.class).rootCause().isInstanceOf(JacksonException.class).hasMessageContaining("metadata must be an object");
+    assertThatThrownBy(() -> lean.unmarshal("[1]", WatchEvent.class)).isInstanceOf(KubernetesClientException.class);
+    assertThatThrownBy(() -> lean.unmarshal("{\"type\":\"ADDED\",\"object\":{\"kind\":\"Pod\"", WatchEvent.class))
+        .isInstanceOf(KubernetesClientException.class);
   }
 
   @Test
