@@ -58,7 +58,7 @@ final class LeanDecoding {
   /**
    * fabric8's serialization, except that a watch event as the watch hands it over (one message, as
    * text) is parsed from that text: fabric8 encodes the text to UTF-8 again and wraps it in an 8 KiB
-   * {@code BufferedInputStream} to look for YAML, per event, which was about a sixth of what the
+   * {@code BufferedInputStream} to look for YAML, per event, which was about 15 % of what the
    * scheduler allocated at 5,000 nodes. An event of a pod or a node is read lean from the text; any
    * other, and any text the direct read refuses, goes the way fabric8 reads it, so that its objects and
    * its errors are fabric8's.
