@@ -52,29 +52,25 @@ final class LeanDecoding {
       }
     });
     module.addDeserializer(WatchEvent.class, new WatchEvents(pods));
-    return new WatchEventsFromText(JsonMapper.builder().addModule(module).build(), pods);
+    return new WatchEventsFromText(JsonMapper.builder().addModule(module).build());
   }
 
   /**
    * fabric8's serialization, except that a watch event as the watch hands it over (one message, as
-   * text) is parsed from that text: fabric8 encodes the text to UTF-8 again and wraps it in an 8 KiB
-   * {@code BufferedInputStream} to look for YAML, per event, which was about 15 % of what the
-   * scheduler allocated at 5,000 nodes. An event of a pod or a node is read lean from the text; any
-   * other, and any text the direct read refuses, goes the way fabric8 reads it, so that its objects and
-   * its errors are fabric8's.
+   * text) is read from that text by the same mapper: fabric8 encodes the text to UTF-8 again and wraps
+   * it in an 8 KiB {@code BufferedInputStream} to look for YAML, per event, which was about 15 % of what
+   * the scheduler allocated at 5,000 nodes. Text the direct read refuses goes the way fabric8 reads it,
+   * so that its errors (and YAML, which a watch never sends) are fabric8's.
    */
   private static final class WatchEventsFromText extends KubernetesSerialization {
-    private final LeanReader pods;
     /**
-     * The mapper as fabric8 configured it (a pod's affinity is read by it, as in a list). Set by {@link
-     * #configureMapper}, which the super constructor calls; a field without an initializer keeps what
-     * it was set to there.
+     * The mapper as fabric8 configured it. Set by {@link #configureMapper}, which the super
+     * constructor calls; a field without an initializer keeps what it was set to there.
      */
     private @Nullable ObjectMapper configured;
 
-    WatchEventsFromText(JsonMapper mapper, LeanReader pods) {
+    WatchEventsFromText(JsonMapper mapper) {
       super(mapper, true);
-      this.pods = pods;
     }
 
     @Override
@@ -86,88 +82,15 @@ final class LeanDecoding {
 
     @Override
     public <T> T unmarshal(String str, Class<T> type) {
-      if (type == WatchEvent.class) {
-        WatchEvent lean = leanEvent(str);
-        if (lean != null) {
-          return type.cast(lean);
+      ObjectMapper mapper = configured;
+      if (type == WatchEvent.class && mapper != null) {
+        try {
+          return mapper.readValue(str, type);
+        } catch (JacksonException e) {
+          // fabric8's own reading below says why, in its own exception.
         }
       }
       return super.unmarshal(str, type);
-    }
-
-    /** The event, when it is a JSON object whose object is a core pod or node; otherwise null. */
-    private @Nullable WatchEvent leanEvent(String str) {
-      ObjectMapper mapper = configured;
-      if (mapper == null) {
-        return null;
-      }
-      try (JsonParser p = mapper.createParser(str)) {
-        if (p.nextToken() != JsonToken.START_OBJECT) {
-          return null;
-        }
-        WatchEvent event = new WatchEvent();
-        boolean read = false;
-        for (String name = p.nextName(); name != null; name = p.nextName()) {
-          JsonToken t = p.nextToken();
-          switch (name) {
-            case "type" -> {
-              if (t != JsonToken.VALUE_STRING) {
-                return null;
-              }
-              event.setType(p.getString());
-            }
-            case "object" -> {
-              KubernetesResource object = t == JsonToken.START_OBJECT ? Head.of(p).readLean(p, pods) : null;
-              if (object == null) {
-                return null;
-              }
-              event.setObject(object);
-              read = true;
-            }
-            default -> p.skipChildren();
-          }
-        }
-        return read && p.nextToken() == null ? event : null;
-      } catch (JacksonException e) {
-        return null;
-      }
-    }
-  }
-
-  /**
-   * An object's leading {@code apiVersion} and {@code kind} (the API server writes them first), and the
-   * token after them.
-   */
-  private record Head(@Nullable String apiVersion, @Nullable String kind, @Nullable JsonToken next) {
-    /** Reads them, the parser on the object's start. */
-    static Head of(JsonParser p) {
-      String apiVersion = null;
-      String kind = null;
-      JsonToken t = p.nextToken();
-      while (t == JsonToken.PROPERTY_NAME && (p.currentName().equals("apiVersion") || p.currentName().equals("kind"))) {
-        boolean isKind = p.currentName().equals("kind");
-        p.nextToken();
-        String value = LeanReader.string(p);
-        if (isKind) {
-          kind = value;
-        } else {
-          apiVersion = value;
-        }
-        t = p.nextToken();
-      }
-      return new Head(apiVersion, kind, t);
-    }
-
-    /** The rest of the object read lean when it is a core pod or node; null for any other kind. */
-    @Nullable KubernetesResource readLean(JsonParser p, LeanReader pods) {
-      boolean core = apiVersion == null || apiVersion.equals("v1");
-      if (core && "Pod".equals(kind)) {
-        return pods.podFrom(p, apiVersion, kind);
-      }
-      if (core && "Node".equals(kind)) {
-        return LeanReader.nodeFrom(p, apiVersion, kind);
-      }
-      return null;
     }
   }
 
@@ -204,14 +127,27 @@ final class LeanDecoding {
         return ctxt.reportInputMismatch(KubernetesResource.class, "a watch event's object must be an object, not %s", p.currentToken());
       }
       // The API server writes apiVersion and kind first; the lean readers take over after them.
-      Head head = Head.of(p);
-      KubernetesResource lean = head.readLean(p, pods);
-      if (lean != null) {
-        return lean;
+      String apiVersion = null;
+      String kind = null;
+      JsonToken t = p.nextToken();
+      while (t == JsonToken.PROPERTY_NAME && (p.currentName().equals("apiVersion") || p.currentName().equals("kind"))) {
+        boolean isKind = p.currentName().equals("kind");
+        p.nextToken();
+        String value = LeanReader.string(p);
+        if (isKind) {
+          kind = value;
+        } else {
+          apiVersion = value;
+        }
+        t = p.nextToken();
       }
-      String apiVersion = head.apiVersion();
-      String kind = head.kind();
-      JsonToken t = head.next();
+      boolean core = apiVersion == null || apiVersion.equals("v1");
+      if (core && "Pod".equals(kind)) {
+        return pods.podFrom(p, apiVersion, kind);
+      }
+      if (core && "Node".equals(kind)) {
+        return LeanReader.nodeFrom(p, apiVersion, kind);
+      }
       // Another kind, or one named late: as fabric8 reads it (by kind, which for a pod or node is again
       // a lean reader).
       TokenBuffer buffer = ctxt.bufferForInputBuffering(p);
