@@ -60,6 +60,11 @@ final class PodFitter implements PlacementView {
   @Nullable CardDemand failedDemand;
   private boolean failedInit;
 
+  // The counts of the last rejection made: a scan's nodes fail for a handful of distinct reasons, so
+  // consecutive rejections build their map once (NodeRejection copies it, never keeps it).
+  private final int[] lastReasonCounts = new int[REASONS.length];
+  private @Nullable Map<FitReason, Integer> lastCounts;
+
   private final WorkingView working = new WorkingView();
 
   /**
@@ -365,13 +370,17 @@ final class PodFitter implements PlacementView {
     if (bareInsufficientDevice) {
       return new NodeRejection(node.name, NodeRejection.Kind.INSUFFICIENT_DEVICES, Map.of(), failedCards);
     }
-    Map<FitReason, Integer> counts = new EnumMap<>(FitReason.class);
-    for (int r = 0; r < REASONS.length; r++) {
-      if (reasonCounts[r] > 0) {
-        counts.put(REASONS[r], reasonCounts[r]);
+    if (lastCounts == null || !Arrays.equals(reasonCounts, lastReasonCounts)) {
+      Map<FitReason, Integer> counts = new EnumMap<>(FitReason.class);
+      for (int r = 0; r < REASONS.length; r++) {
+        if (reasonCounts[r] > 0) {
+          counts.put(REASONS[r], reasonCounts[r]);
+        }
       }
+      lastCounts = counts;
+      System.arraycopy(reasonCounts, 0, lastReasonCounts, 0, REASONS.length);
     }
-    return new NodeRejection(node.name, NodeRejection.Kind.DEVICES, counts, failedCards);
+    return new NodeRejection(node.name, NodeRejection.Kind.DEVICES, lastCounts, failedCards);
   }
 
   // --- The placement just fitted, as policies and the engine read it.

@@ -192,6 +192,23 @@ class FitRulesTest {
   }
 
   @Test
+  void eachNodeOfOneScanGetsItsOwnReasonsWhenTheyAlternate() {
+    Engine e = engine();
+    e.upsertNode(NodeDevices.of("healthy-small", List.of(card(uuid(0, 0), 0, 1024))));
+    e.upsertNode(NodeDevices.of("unhealthy", List.of(card(uuid(1, 0), 0, 40960).withHealthy(false))));
+    e.upsertNode(NodeDevices.of("small-again", List.of(card(uuid(2, 0), 0, 1024))));
+    e.upsertNode(NodeDevices.of("two-small", List.of(card(uuid(3, 0), 0, 1024), card(uuid(3, 1), 1, 2048))));
+    FilterResult r = e.filter(e.compile(pod("p", gpu(1, 4096, 10))), List.of("healthy-small", "unhealthy", "small-again", "two-small"), true);
+
+    assertThat(r.placement()).isEmpty();
+    assertThat(r.rejections()).containsExactly(
+        new NodeRejection("healthy-small", NodeRejection.Kind.DEVICES, Map.of(FitReason.CARD_INSUFFICIENT_MEMORY, 1), 1),
+        new NodeRejection("unhealthy", NodeRejection.Kind.DEVICES, Map.of(FitReason.CARD_NOT_HEALTH, 1), 1),
+        new NodeRejection("small-again", NodeRejection.Kind.DEVICES, Map.of(FitReason.CARD_INSUFFICIENT_MEMORY, 1), 1),
+        new NodeRejection("two-small", NodeRejection.Kind.DEVICES, Map.of(FitReason.CARD_INSUFFICIENT_MEMORY, 2), 2));
+  }
+
+  @Test
   void unknownCandidateIsUnregistered() {
     Engine e = engine();
     e.upsertNode(node("n1", 0, 1));

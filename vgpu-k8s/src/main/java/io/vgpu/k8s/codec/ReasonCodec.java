@@ -4,6 +4,7 @@ import io.vgpu.api.FitReason;
 import io.vgpu.core.NodeRejection;
 import java.util.ArrayList;
 import java.util.EnumMap;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -37,6 +38,25 @@ public final class ReasonCodec {
         yield render(counts, rejection.cards());
       }
     };
+  }
+
+  /**
+   * Renders the rejections of one scan, each distinct reason once: thousands of nodes fail for a
+   * handful of reasons, and rendering one builds a map, a list and several strings. Not thread-safe.
+   */
+  public static final class Renderer {
+    private final Map<Reason, String> rendered = new HashMap<>();
+
+    /** As {@link ReasonCodec#render(NodeRejection)}, the same string for rejections that say the same. */
+    public String render(NodeRejection rejection) {
+      if (rejection.kind() != NodeRejection.Kind.DEVICES) {
+        return ReasonCodec.render(rejection);
+      }
+      return rendered.computeIfAbsent(new Reason(rejection.counts(), rejection.cards()), r -> ReasonCodec.render(rejection));
+    }
+
+    /** What a {@link NodeRejection.Kind#DEVICES} rejection's string is made of. */
+    private record Reason(Map<FitReason, Integer> counts, int cards) {}
   }
 
   /** Renders reason words with their counts out of {@code cards}. */

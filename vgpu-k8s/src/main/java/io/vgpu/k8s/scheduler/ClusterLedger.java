@@ -98,7 +98,10 @@ public final class ClusterLedger implements AutoCloseable {
   /** The last grant annotation ignored per pod, so that each is reported once. */
   private final Map<PodRef, String> ignored = new ConcurrentHashMap<>();
   /** Register annotations last seen per node, so an unchanged node is not re-registered. */
-  private final Map<String, String> registered = new ConcurrentHashMap<>();
+  private final Map<String, Registration> registered = new ConcurrentHashMap<>();
+
+  /** What a node's devices are read from: its register and cordon annotations. */
+  private record Registration(String register, String cordon) {}
   private final Set<String> warnedNodes = ConcurrentHashMap.newKeySet();
   private final List<Consumer<String>> lockReleases = new CopyOnWriteArrayList<>();
   private final List<BiConsumer<PodRef, @Nullable String>> podDeletions = new CopyOnWriteArrayList<>();
@@ -472,7 +475,8 @@ public final class ClusterLedger implements AutoCloseable {
       engine.removeNode(name);
       return;
     }
-    String signature = register + '|' + annotations.getOrDefault(HamiAnnotations.DEVICE_CORDON, "");
+    // Compared, not concatenated: every lock and unlock of the node comes through here unchanged.
+    Registration signature = new Registration(register, annotations.getOrDefault(HamiAnnotations.DEVICE_CORDON, ""));
     if (signature.equals(registered.get(name)) && engine.hasNode(name)) {
       return;
     }

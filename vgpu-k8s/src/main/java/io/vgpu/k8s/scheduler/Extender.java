@@ -572,9 +572,10 @@ public final class Extender {
   }
 
   private static Map<String, String> failedNodes(List<NodeRejection> rejections) {
-    Map<String, String> failed = new LinkedHashMap<>();
+    Map<String, String> failed = new LinkedHashMap<>(rejections.size() * 4 / 3 + 1);
+    ReasonCodec.Renderer reasons = new ReasonCodec.Renderer();
     for (NodeRejection r : rejections) {
-      failed.put(r.node(), ReasonCodec.render(r));
+      failed.put(r.node(), reasons.render(r));
     }
     return failed;
   }

@@ -29,6 +29,22 @@ class ReasonCodecTest {
   }
 
   @Test
+  void aRendererGivesEachRejectionItsOwnStringAndRendersEqualReasonsOnce() {
+    ReasonCodec.Renderer renderer = new ReasonCodec.Renderer();
+    String first = renderer.render(devices(4, FitReason.CARD_INSUFFICIENT_MEMORY, 3, FitReason.CARD_INSUFFICIENT_CORE, 1));
+    String other = renderer.render(devices(4, FitReason.CARD_INSUFFICIENT_MEMORY, 4));
+    String fewerCards = renderer.render(devices(2, FitReason.CARD_INSUFFICIENT_MEMORY, 2));
+    String again = renderer.render(new NodeRejection("m", NodeRejection.Kind.DEVICES, Map.of(FitReason.CARD_INSUFFICIENT_CORE, 1, FitReason.CARD_INSUFFICIENT_MEMORY, 3), 4));
+
+    assertThat(first).isEqualTo("1/4 CardInsufficientCore, 3/4 CardInsufficientMemory");
+    assertThat(other).isEqualTo("4/4 CardInsufficientMemory");
+    assertThat(fewerCards).isEqualTo("2/2 CardInsufficientMemory");
+    assertThat(again).isSameAs(first);
+    assertThat(renderer.render(new NodeRejection("n", NodeRejection.Kind.INSUFFICIENT_DEVICES, Map.of(), 2))).isEqualTo("NodeInsufficientDevice");
+    assertThat(renderer.render(new NodeRejection("n", NodeRejection.Kind.UNREGISTERED, Map.of(), 0))).isEqualTo("node unregistered");
+  }
+
+  @Test
   void sortsByTextSoTenComesBeforeTwo() {
     Map<String, Integer> counts = new LinkedHashMap<>();
     counts.put("CardTimeSlicingExhausted", 2);
