@@ -22,7 +22,6 @@ import io.vgpu.k8s.server.HttpService;
 import io.vgpu.k8s.server.ReloadingKeyManager;
 import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderArgs;
 import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderBindingArgs;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -260,7 +259,7 @@ public final class SchedulerServer implements AutoCloseable {
           HttpService.builder(HttpService.parseAddress("--metrics-bind-address", options.metricsBind()))
               .name("metrics")
               .threads(2)
-              .route("GET", "/metrics", r -> metricsResponse(registry))
+              .route("GET", "/metrics", r -> metricsResponse(metrics))
               .route("GET", "/healthz", r -> HttpService.Response.text(200, "ok\n"))
               .route("GET", "/readyz", r -> self[0].ready() ? HttpService.Response.text(200, "ok\n") : HttpService.Response.text(503, self[0].notReadyReason() + "\n"))
               .start());
@@ -346,10 +345,8 @@ public final class SchedulerServer implements AutoCloseable {
     return HttpService.Response.json(200, JSON.writeValueAsBytes(value));
   }
 
-  private static HttpService.Response metricsResponse(PrometheusRegistry registry) throws IOException {
-    ByteArrayOutputStream out = new ByteArrayOutputStream();
-    PrometheusTextFormatWriter.create().write(out, registry.scrape());
-    return new HttpService.Response(200, PrometheusTextFormatWriter.CONTENT_TYPE, out.toByteArray());
+  private static HttpService.Response metricsResponse(SchedulerMetrics metrics) throws IOException {
+    return new HttpService.Response(200, PrometheusTextFormatWriter.CONTENT_TYPE, metrics.exposition());
   }
 
   /** The engine behind the extender (for embedding and tests). */
