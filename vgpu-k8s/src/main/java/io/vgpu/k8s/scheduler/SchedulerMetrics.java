@@ -36,8 +36,6 @@ public final class SchedulerMetrics {
   private final Gauge rebuildSeconds;
   private final PrometheusRegistry registry;
   private final LedgerGauges ledger;
-  /** The last exposition's size, with room to grow: the next one's buffer starts there. */
-  private volatile int lastSize = 64 * 1024;
   /** Each pod's last filter failure, by the most common reason, with the UID of the pod it was. */
   private final Map<PodRef, Unschedulable> unschedulablePods = new ConcurrentHashMap<>();
 
@@ -76,7 +74,7 @@ public final class SchedulerMetrics {
   public byte[] exposition() throws IOException {
     MetricSnapshots others = registry.scrape();
     LedgerGauges.Reading reading = ledger.read();
-    TextExposition out = new TextExposition(lastSize);
+    TextExposition out = new TextExposition();
     PrometheusTextFormatWriter writer = PrometheusTextFormatWriter.create();
     List<TextExposition.Family> ledgerFamilies = ledger.families();
     int next = 0;
@@ -92,9 +90,7 @@ public final class SchedulerMetrics {
     for (; next < ledgerFamilies.size(); next++) {
       ledger.write(ledgerFamilies.get(next), reading, out);
     }
-    byte[] body = out.toByteArray();
-    lastSize = body.length + body.length / 16;
-    return body;
+    return out.toByteArray();
   }
 
   /** Records one filter call. */

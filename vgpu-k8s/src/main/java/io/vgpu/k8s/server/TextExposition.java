@@ -1,29 +1,38 @@
 package io.vgpu.k8s.server;
 
 import java.nio.charset.StandardCharsets;
-import java.util.Arrays;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * Gauge families written straight into Prometheus's text format (0.0.4), byte for byte as the client
- * library's {@code PrometheusTextFormatWriter} writes the same points (given in its order), without a snapshot object, a
- * label set or a string per point: HAMi's per-card gauges are seven points per card, 280,000 lines at
- * 5,000 nodes of 8 cards, and building them as snapshots allocated some 800 MB per scrape. Not
- * thread-safe: one instance per scrape.
+ * library's {@code PrometheusTextFormatWriter} writes the same points (given in its order), without a
+ * snapshot object or a label set per point: HAMi's per-card gauges are seven points per card, 280,000
+ * lines at 5,000 nodes of 8 cards, and building them as snapshots allocated some 800 MB per scrape.
+ * Not thread-safe: one instance per scrape.
  */
 public final class TextExposition {
-  private byte[] bytes;
+  /** Written in chunks small enough for the young generation: one array of the whole text is made once, at the end. */
+  private static final int CHUNK = 256 * 1024;
+  /** The most bytes one char of text can take: an escaped ASCII char takes 2, any other UTF-16 unit at most 3. */
+  private static final int BYTES_PER_CHAR = 3;
+
+  private final List<byte[]> chunks = new ArrayList<>();
+  private final List<Integer> lengths = new ArrayList<>();
+  private byte[] bytes = new byte[CHUNK];
   private int size;
 
-  /** An exposition whose buffer starts at {@code expectedBytes} (the last scrape's size saves the regrowth). */
-  public TextExposition(int expectedBytes) {
-    this.bytes = new byte[Math.max(1024, expectedBytes)];
-  }
+  /** An empty exposition. */
+  public TextExposition() {}
 
-  /** A gauge family: its name, help and label names. */
+  /** A gauge family: its name, help and label names, and the fixed bytes of its points' lines. */
   public static final class Family {
     private final String name;
     private final String help;
-    private final String[] names;
+    private final int labels;
+    /** {@code name{first="}, then {@code ",next="} per further label, then {@code "} } (or {@code name } without labels). */
+    private final byte[][] pieces;
+    private final int fixedBytes;
 
     /**
      * A gauge family.
@@ -40,7 +49,22 @@ public final class TextExposition {
       }
       this.name = name;
       this.help = help;
-      this.names = labelNames.clone();
+      this.labels = labelNames.length;
+      this.pieces = new byte[labelNames.length + 1][];
+      if (labelNames.length == 0) {
+        pieces[0] = (name + " ").getBytes(StandardCharsets.UTF_8);
+      } else {
+        pieces[0] = (name + "{" + labelNames[0] + "=\"").getBytes(StandardCharsets.UTF_8);
+        for (int i = 1; i < labelNames.length; i++) {
+          pieces[i] = ("\"," + labelNames[i] + "=\"").getBytes(StandardCharsets.UTF_8);
+        }
+        pieces[labelNames.length] = "\"} ".getBytes(StandardCharsets.UTF_8);
+      }
+      int fixed = 0;
+      for (byte[] piece : pieces) {
+        fixed += piece.length;
+      }
+      this.fixedBytes = fixed;
     }
 
     /** The family's name. */
@@ -51,13 +75,12 @@ public final class TextExposition {
 
   /** Starts a family: its {@code # HELP} and {@code # TYPE} lines. Write its points next. */
   public void begin(Family family) {
-    ascii("# HELP ");
-    ascii(family.name);
-    ascii(" ");
-    text(family.help, false);
-    ascii("\n# TYPE ");
-    ascii(family.name);
-    ascii(" gauge\n");
+    String head = "# HELP " + family.name + " ";
+    String type = "\n# TYPE " + family.name + " gauge\n";
+    reserve(head.length() + BYTES_PER_CHAR * family.help.length() + type.length());
+    ascii(head);
+    escape(family.help, false);
+    ascii(type);
   }
 
   /**
@@ -65,37 +88,50 @@ public final class TextExposition {
    * names. The client library writes a family's points sorted by their label values: give them in that order.
    */
   public void gauge(Family family, double value, String... labelValues) {
-    if (labelValues.length != family.names.length) {
-      throw new IllegalArgumentException(family.name + " has " + family.names.length + " labels, given " + labelValues.length + " values");
+    if (labelValues.length != family.labels) {
+      throw new IllegalArgumentException(family.name + " has " + family.labels + " labels, given " + labelValues.length + " values");
     }
-    ascii(family.name);
-    if (labelValues.length > 0) {
-      byte separator = '{';
-      for (int i = 0; i < labelValues.length; i++) {
-        put(separator);
-        ascii(family.names[i]);
-        ascii("=\"");
-        text(labelValues[i], true);
-        put((byte) '"');
-        separator = ',';
-      }
-      put((byte) '}');
+    String number = number(value);
+    int bound = family.fixedBytes + number.length() + 1;
+    for (String v : labelValues) {
+      bound += BYTES_PER_CHAR * v.length();
     }
-    put((byte) ' ');
-    ascii(number(value));
-    put((byte) '\n');
+    // One check for the whole line, then plain stores.
+    reserve(bound);
+    copy(family.pieces[0]);
+    for (int i = 0; i < labelValues.length; i++) {
+      escape(labelValues[i], true);
+      copy(family.pieces[i + 1]);
+    }
+    ascii(number);
+    bytes[size++] = '\n';
   }
 
   /** Appends text the client library wrote, e.g. the other families of the registry. */
   public void append(byte[] written) {
-    ensure(written.length);
-    System.arraycopy(written, 0, bytes, size, written.length);
-    size += written.length;
+    for (int from = 0; from < written.length; ) {
+      reserve(1);
+      int n = Math.min(written.length - from, bytes.length - size);
+      System.arraycopy(written, from, bytes, size, n);
+      size += n;
+      from += n;
+    }
   }
 
-  /** The exposition so far. */
+  /** The exposition so far, as one array. */
   public byte[] toByteArray() {
-    return Arrays.copyOf(bytes, size);
+    int total = size;
+    for (int length : lengths) {
+      total += length;
+    }
+    byte[] out = new byte[total];
+    int at = 0;
+    for (int i = 0; i < chunks.size(); i++) {
+      System.arraycopy(chunks.get(i), 0, out, at, lengths.get(i));
+      at += lengths.get(i);
+    }
+    System.arraycopy(bytes, 0, out, at, size);
+    return out;
   }
 
   /** The client library's rendering of a value. */
@@ -109,53 +145,63 @@ public final class TextExposition {
     return Double.toString(value);
   }
 
-  /** Text escaped as the format wants it: backslash and newline always, the double quote in label values. */
-  private void text(String s, boolean quoted) {
+  /**
+   * Text as UTF-8, escaped as the format wants it: backslash and newline always, the double quote in
+   * label values. Room for {@value #BYTES_PER_CHAR} bytes a char must be reserved.
+   */
+  private void escape(String s, boolean quoted) {
+    byte[] b = bytes;
+    int at = size;
     int n = s.length();
     for (int i = 0; i < n; i++) {
       char c = s.charAt(i);
-      if (c == '\\') {
-        ascii("\\\\");
-      } else if (c == '\n') {
-        ascii("\\n");
-      } else if (c == '"' && quoted) {
-        ascii("\\\"");
-      } else if (c < 0x80) {
-        put((byte) c);
+      if (c < 0x80) {
+        if (c == '\\' || c == '\n' || c == '"' && quoted) {
+          b[at++] = '\\';
+          b[at++] = (byte) (c == '\n' ? 'n' : c);
+        } else {
+          b[at++] = (byte) c;
+        }
+      } else if (c < 0x800) {
+        b[at++] = (byte) (0xC0 | c >> 6);
+        b[at++] = (byte) (0x80 | c & 0x3F);
+      } else if (Character.isHighSurrogate(c) && i + 1 < n && Character.isLowSurrogate(s.charAt(i + 1))) {
+        int cp = Character.toCodePoint(c, s.charAt(++i));
+        b[at++] = (byte) (0xF0 | cp >> 18);
+        b[at++] = (byte) (0x80 | cp >> 12 & 0x3F);
+        b[at++] = (byte) (0x80 | cp >> 6 & 0x3F);
+        b[at++] = (byte) (0x80 | cp & 0x3F);
+      } else if (Character.isSurrogate(c)) {
+        b[at++] = '?'; // a lone surrogate, as the JDK's UTF-8 encoder replaces it
       } else {
-        // Rare (a card's model name): the rest of the string as UTF-8, escaping as above.
-        unicode(s.substring(i), quoted);
-        return;
+        b[at++] = (byte) (0xE0 | c >> 12);
+        b[at++] = (byte) (0x80 | c >> 6 & 0x3F);
+        b[at++] = (byte) (0x80 | c & 0x3F);
       }
     }
+    size = at;
   }
 
-  private void unicode(String rest, boolean quoted) {
-    String escaped = rest.replace("\\", "\\\\").replace("\n", "\\n");
-    if (quoted) {
-      escaped = escaped.replace("\"", "\\\"");
-    }
-    byte[] utf8 = escaped.getBytes(StandardCharsets.UTF_8);
-    append(utf8);
-  }
-
-  /** A string known to be ASCII (names, the format's punctuation, numbers). */
+  /** A string known to be ASCII (the format's punctuation, numbers), into reserved room. */
   private void ascii(String s) {
     int n = s.length();
-    ensure(n);
     for (int i = 0; i < n; i++) {
       bytes[size++] = (byte) s.charAt(i);
     }
   }
 
-  private void put(byte b) {
-    ensure(1);
-    bytes[size++] = b;
+  private void copy(byte[] piece) {
+    System.arraycopy(piece, 0, bytes, size, piece.length);
+    size += piece.length;
   }
 
-  private void ensure(int more) {
-    if (size + more > bytes.length) {
-      bytes = Arrays.copyOf(bytes, Math.max(bytes.length * 2, size + more));
+  /** Room for {@code n} more bytes in the current chunk: a chunk without it is kept as it is and a new one started. */
+  private void reserve(int n) {
+    if (size + n > bytes.length) {
+      chunks.add(bytes);
+      lengths.add(size);
+      bytes = new byte[Math.max(CHUNK, n)];
+      size = 0;
     }
   }
 }
