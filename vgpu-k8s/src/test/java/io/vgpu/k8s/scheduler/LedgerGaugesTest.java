@@ -107,30 +107,16 @@ class LedgerGaugesTest {
     ZonedGauges f = new ZonedGauges();
     for (NodeUsage node : engine.usage()) {
       for (DeviceUsage d : node.devices()) {
-        String n = node.node();
-        String u = d.device().uuid();
-        String i = Integer.toString(d.device().index());
-        String t = d.device().type();
-        String c = Integer.toString(d.device().cores());
-        f.gauge("hami_gpu_memory_limit_bytes", "Device memory limit for a certain GPU", d.device().memoryMiB() * MIB, "node", n, "device_uuid", u, "device_index", i, "device_type", t);
-        f.gauge("hami_gpu_core_limit_ratio", "Device core limit for a certain GPU", d.device().cores(), "node", n, "device_uuid", u, "device_index", i, "device_type", t);
-        f.gauge("hami_gpu_memory_allocated_bytes", "Device memory allocated for a certain GPU", d.usedMemoryMiB() * MIB,
-            "node", n, "device_uuid", u, "device_index", i, "device_cores", c, "device_type", t);
-        f.gauge("hami_gpu_shared_count", "Number of containers sharing this GPU", d.sharers(), "node", n, "device_uuid", u, "device_index", i, "device_type", t);
-        f.gauge("hami_gpu_core_allocated_ratio", "Device core allocated for a certain GPU", d.usedCores(), "node", n, "device_uuid", u, "device_index", i, "device_type", t);
-        f.gauge("hami_node_gpu_overview", "GPU overview on a certain node", d.usedMemoryMiB() * MIB,
-            "node", n, "device_uuid", u, "device_index", i, "device_cores", c, "device_memory_limit", Integer.toString(d.device().memoryMiB()), "device_type", t);
+        cardGauges(f, HAMI, node.node(), d);
         if (d.device().memoryMiB() > 0) {
           f.gauge("hami_node_gpu_memory_allocated_ratio", "GPU Memory Allocated Percentage on a certain GPU", (double) d.usedMemoryMiB() / d.device().memoryMiB(),
-              "node", n, "device_uuid", u, "device_index", i, "device_type", t);
+              "node", node.node(), "device_uuid", d.device().uuid(), "device_index", Integer.toString(d.device().index()), "device_type", d.device().type());
         }
+        f.gauge("hami_node_gpu_overview", "GPU overview on a certain node", d.usedMemoryMiB() * MIB,
+            "node", node.node(), "device_uuid", d.device().uuid(), "device_index", Integer.toString(d.device().index()), "device_cores", Integer.toString(d.device().cores()),
+            "device_memory_limit", Integer.toString(d.device().memoryMiB()), "device_type", d.device().type());
         if (legacy) {
-          f.gauge("GPUDeviceMemoryLimit", "Device memory limit for a certain GPU", d.device().memoryMiB() * MIB, "nodeid", n, "deviceuuid", u, "deviceidx", i, "devicetype", t);
-          f.gauge("GPUDeviceCoreLimit", "Device memory core limit for a certain GPU", d.device().cores(), "nodeid", n, "deviceuuid", u, "deviceidx", i, "devicetype", t);
-          f.gauge("GPUDeviceMemoryAllocated", "Device memory allocated for a certain GPU", d.usedMemoryMiB() * MIB,
-              "nodeid", n, "deviceuuid", u, "deviceidx", i, "devicecores", c, "devicetype", t);
-          f.gauge("GPUDeviceSharedNum", "Number of containers sharing this GPU", d.sharers(), "nodeid", n, "deviceuuid", u, "deviceidx", i, "devicetype", t);
-          f.gauge("GPUDeviceCoreAllocated", "Device core allocated for a certain GPU", d.usedCores(), "nodeid", n, "deviceuuid", u, "deviceidx", i, "devicetype", t);
+          cardGauges(f, LEGACY, node.node(), d);
         }
       }
     }
@@ -151,6 +137,31 @@ class LedgerGaugesTest {
       }
     }
     return f.build();
+  }
+
+  /** The names of one of HAMi's two sets of per-card gauges: families (with their help), then labels. */
+  private record CardNames(String[] families, String[] helps, String node, String uuid, String index, String cores, String type) {}
+
+  private static final CardNames HAMI = new CardNames(
+      new String[] {"hami_gpu_memory_limit_bytes", "hami_gpu_core_limit_ratio", "hami_gpu_memory_allocated_bytes", "hami_gpu_shared_count", "hami_gpu_core_allocated_ratio"},
+      new String[] {"Device memory limit for a certain GPU", "Device core limit for a certain GPU", "Device memory allocated for a certain GPU",
+          "Number of containers sharing this GPU", "Device core allocated for a certain GPU"},
+      "node", "device_uuid", "device_index", "device_cores", "device_type");
+  private static final CardNames LEGACY = new CardNames(
+      new String[] {"GPUDeviceMemoryLimit", "GPUDeviceCoreLimit", "GPUDeviceMemoryAllocated", "GPUDeviceSharedNum", "GPUDeviceCoreAllocated"},
+      new String[] {"Device memory limit for a certain GPU", "Device memory core limit for a certain GPU", "Device memory allocated for a certain GPU",
+          "Number of containers sharing this GPU", "Device core allocated for a certain GPU"},
+      "nodeid", "deviceuuid", "deviceidx", "devicecores", "devicetype");
+
+  /** A card's limit, allocation and sharing gauges under one set of names (the allocated memory also names the card's cores). */
+  private static void cardGauges(ZonedGauges f, CardNames names, String node, DeviceUsage d) {
+    double[] values = {d.device().memoryMiB() * MIB, d.device().cores(), d.usedMemoryMiB() * MIB, d.sharers(), d.usedCores()};
+    String[] labels = {names.node(), node, names.uuid(), d.device().uuid(), names.index(), Integer.toString(d.device().index()), names.type(), d.device().type()};
+    String[] withCores = {names.node(), node, names.uuid(), d.device().uuid(), names.index(), Integer.toString(d.device().index()),
+        names.cores(), Integer.toString(d.device().cores()), names.type(), d.device().type()};
+    for (int g = 0; g < values.length; g++) {
+      f.gauge(names.families()[g], names.helps()[g], values[g], g == 2 ? withCores : labels);
+    }
   }
 
   private static void quota(ZonedGauges f, String namespace, String resource, long limit, long used) {
