@@ -1,9 +1,12 @@
 package io.vgpu.core;
 
 import io.vgpu.api.FitReason;
+import java.util.AbstractMap;
 import java.util.Collections;
 import java.util.EnumMap;
 import java.util.Map;
+import java.util.Set;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Why a pod does not fit on one node.
@@ -25,9 +28,38 @@ public record NodeRejection(String node, Kind kind, Map<FitReason, Integer> coun
     UNREGISTERED
   }
 
-  /** Copies the counts. */
+  /** Copies the counts, unless they are another rejection's (immutable already: a scan shares them). */
   public NodeRejection {
-    counts = counts.isEmpty() ? Map.of() : Collections.unmodifiableMap(new EnumMap<>(counts));
+    counts = counts.isEmpty() ? Map.of() : counts instanceof Counts ? counts : new Counts(new EnumMap<>(counts));
+  }
+
+  /** A rejection's counts: an enum map nobody else holds, read-only, in the reasons' order. */
+  private static final class Counts extends AbstractMap<FitReason, Integer> {
+    private final Map<FitReason, Integer> counts;
+
+    Counts(EnumMap<FitReason, Integer> counts) {
+      this.counts = Collections.unmodifiableMap(counts);
+    }
+
+    @Override
+    public Set<Map.Entry<FitReason, Integer>> entrySet() {
+      return counts.entrySet();
+    }
+
+    @Override
+    public @Nullable Integer get(Object reason) {
+      return counts.get(reason);
+    }
+
+    @Override
+    public boolean containsKey(Object reason) {
+      return counts.containsKey(reason);
+    }
+
+    @Override
+    public int size() {
+      return counts.size();
+    }
   }
 
   static NodeRejection unregistered(String node) {

@@ -61,7 +61,7 @@ final class PodFitter implements PlacementView {
   private boolean failedInit;
 
   // The counts of the last rejection made: a scan's nodes fail for a handful of distinct reasons, so
-  // consecutive rejections build their map once (NodeRejection copies it, never keeps it).
+  // consecutive rejections with equal counts share one (immutable) map.
   private final int[] lastReasonCounts = new int[REASONS.length];
   private @Nullable Map<FitReason, Integer> lastCounts;
 
@@ -377,8 +377,10 @@ final class PodFitter implements PlacementView {
           counts.put(REASONS[r], reasonCounts[r]);
         }
       }
-      lastCounts = counts;
+      NodeRejection first = new NodeRejection(node.name, NodeRejection.Kind.DEVICES, counts, failedCards);
+      lastCounts = first.counts();
       System.arraycopy(reasonCounts, 0, lastReasonCounts, 0, REASONS.length);
+      return first;
     }
     return new NodeRejection(node.name, NodeRejection.Kind.DEVICES, lastCounts, failedCards);
   }
