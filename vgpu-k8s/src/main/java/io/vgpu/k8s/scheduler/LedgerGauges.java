@@ -17,6 +17,8 @@ import java.util.Comparator;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Predicate;
+import java.util.function.ToDoubleFunction;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -37,44 +39,48 @@ final class LedgerGauges {
   private static final String[] LEGACY_CARD_CORES = {"devicecores", "deviceidx", "devicetype", "deviceuuid", "nodeid", "zone"};
   private static final String[] CONTAINER_CARD = {"container_index", "device_uuid", "namespace", "node", "pod", "zone"};
 
-  private static final Family MEMORY_LIMIT = new Family("hami_gpu_memory_limit_bytes", "Device memory limit for a certain GPU", CARD);
-  private static final Family CORE_LIMIT = new Family("hami_gpu_core_limit_ratio", "Device core limit for a certain GPU", CARD);
-  private static final Family MEMORY_ALLOCATED = new Family("hami_gpu_memory_allocated_bytes", "Device memory allocated for a certain GPU", CARD_CORES);
-  private static final Family SHARED = new Family("hami_gpu_shared_count", "Number of containers sharing this GPU", CARD);
-  private static final Family CORE_ALLOCATED = new Family("hami_gpu_core_allocated_ratio", "Device core allocated for a certain GPU", CARD);
-  private static final Family OVERVIEW = new Family("hami_node_gpu_overview", "GPU overview on a certain node", CARD_OVERVIEW);
-  private static final Family MEMORY_RATIO =
-      new Family("hami_node_gpu_memory_allocated_ratio", "GPU Memory Allocated Percentage on a certain GPU", CARD);
-  private static final Family LEGACY_MEMORY_LIMIT = new Family("GPUDeviceMemoryLimit", "Device memory limit for a certain GPU", LEGACY_CARD);
-  private static final Family LEGACY_CORE_LIMIT = new Family("GPUDeviceCoreLimit", "Device memory core limit for a certain GPU", LEGACY_CARD);
-  private static final Family LEGACY_MEMORY_ALLOCATED = new Family("GPUDeviceMemoryAllocated", "Device memory allocated for a certain GPU", LEGACY_CARD_CORES);
-  private static final Family LEGACY_SHARED = new Family("GPUDeviceSharedNum", "Number of containers sharing this GPU", LEGACY_CARD);
-  private static final Family LEGACY_CORE_ALLOCATED = new Family("GPUDeviceCoreAllocated", "Device core allocated for a certain GPU", LEGACY_CARD);
+  private static final List<CardGauge> HAMI_CARDS = List.of(
+      card("hami_gpu_memory_limit_bytes", "Device memory limit for a certain GPU", CARD, d -> d.device().memoryMiB() * MIB),
+      card("hami_gpu_core_limit_ratio", "Device core limit for a certain GPU", CARD, d -> d.device().cores()),
+      card("hami_gpu_memory_allocated_bytes", "Device memory allocated for a certain GPU", CARD_CORES, d -> d.usedMemoryMiB() * MIB),
+      card("hami_gpu_shared_count", "Number of containers sharing this GPU", CARD, DeviceUsage::sharers),
+      card("hami_gpu_core_allocated_ratio", "Device core allocated for a certain GPU", CARD, DeviceUsage::usedCores),
+      card("hami_node_gpu_overview", "GPU overview on a certain node", CARD_OVERVIEW, d -> d.usedMemoryMiB() * MIB),
+      new CardGauge(new Family("hami_node_gpu_memory_allocated_ratio", "GPU Memory Allocated Percentage on a certain GPU", CARD), CARD,
+          d -> (double) d.usedMemoryMiB() / d.device().memoryMiB(), d -> d.device().memoryMiB() > 0));
+  private static final List<CardGauge> LEGACY_CARDS = List.of(
+      card("GPUDeviceMemoryLimit", "Device memory limit for a certain GPU", LEGACY_CARD, d -> d.device().memoryMiB() * MIB),
+      card("GPUDeviceCoreLimit", "Device memory core limit for a certain GPU", LEGACY_CARD, d -> d.device().cores()),
+      card("GPUDeviceMemoryAllocated", "Device memory allocated for a certain GPU", LEGACY_CARD_CORES, d -> d.usedMemoryMiB() * MIB),
+      card("GPUDeviceSharedNum", "Number of containers sharing this GPU", LEGACY_CARD, DeviceUsage::sharers),
+      card("GPUDeviceCoreAllocated", "Device core allocated for a certain GPU", LEGACY_CARD, DeviceUsage::usedCores));
   private static final Family QUOTA_USED = new Family("hami_resource_quota_used", "resourcequota usage for a certain device", "limit", "namespace", "quota_name", "zone");
   private static final Family QUOTA_LIMIT = new Family("hami_resource_quota_limit", "resourcequota limit for a certain device", "namespace", "quota_name", "zone");
   private static final Family CONTAINER_MEMORY = new Family("hami_vgpu_memory_allocated_bytes", "vGPU memory allocated from a container", CONTAINER_CARD);
   private static final Family CONTAINER_CORES = new Family("hami_vgpu_core_allocated_ratio", "vGPU core allocated from a container", CONTAINER_CARD);
 
-  /** Each card family with the layout of its labels. */
-  private static final Map<Family, String[]> CARD_LAYOUTS = Map.ofEntries(
-      Map.entry(MEMORY_LIMIT, CARD), Map.entry(CORE_LIMIT, CARD), Map.entry(MEMORY_ALLOCATED, CARD_CORES), Map.entry(SHARED, CARD),
-      Map.entry(CORE_ALLOCATED, CARD), Map.entry(OVERVIEW, CARD_OVERVIEW), Map.entry(MEMORY_RATIO, CARD),
-      Map.entry(LEGACY_MEMORY_LIMIT, LEGACY_CARD), Map.entry(LEGACY_CORE_LIMIT, LEGACY_CARD), Map.entry(LEGACY_MEMORY_ALLOCATED, LEGACY_CARD_CORES),
-      Map.entry(LEGACY_SHARED, LEGACY_CARD), Map.entry(LEGACY_CORE_ALLOCATED, LEGACY_CARD));
+  /** A per-card family: the layout of its labels, what it reads from a card, and which cards it has a point for. */
+  private record CardGauge(Family family, String[] layout, ToDoubleFunction<DeviceUsage> value, Predicate<DeviceUsage> shown) {}
+
+  private static CardGauge card(String name, String help, String[] layout, ToDoubleFunction<DeviceUsage> value) {
+    return new CardGauge(new Family(name, help, layout), layout, value, d -> true);
+  }
 
   private static final Comparator<Row> BY_LABELS = (a, b) -> Arrays.compare(a.labels, b.labels);
 
   private final Engine engine;
   private final List<Family> families;
+  private final Map<Family, CardGauge> cards = new IdentityHashMap<>();
 
   /** The gauges of {@code engine}'s ledger; with {@code legacy}, HAMi's pre-2.5 names too. */
   LedgerGauges(Engine engine, boolean legacy) {
     this.engine = engine;
-    List<Family> all = new ArrayList<>(List.of(
-        MEMORY_LIMIT, CORE_LIMIT, MEMORY_ALLOCATED, SHARED, CORE_ALLOCATED, OVERVIEW, MEMORY_RATIO, QUOTA_USED, QUOTA_LIMIT, CONTAINER_MEMORY, CONTAINER_CORES));
+    HAMI_CARDS.forEach(g -> cards.put(g.family(), g));
     if (legacy) {
-      all.addAll(List.of(LEGACY_MEMORY_LIMIT, LEGACY_CORE_LIMIT, LEGACY_MEMORY_ALLOCATED, LEGACY_SHARED, LEGACY_CORE_ALLOCATED));
+      LEGACY_CARDS.forEach(g -> cards.put(g.family(), g));
     }
+    List<Family> all = new ArrayList<>(cards.keySet());
+    all.addAll(List.of(QUOTA_USED, QUOTA_LIMIT, CONTAINER_MEMORY, CONTAINER_CORES));
     all.sort(Comparator.comparing(Family::name));
     this.families = List.copyOf(all);
   }
@@ -91,10 +97,10 @@ final class LedgerGauges {
 
   /** Writes {@code family} (one of {@link #families}) from {@code reading}. */
   void write(Family family, Reading reading, TextExposition out) {
+    CardGauge card = cards.get(family);
     List<Row> rows;
-    String[] layout = CARD_LAYOUTS.get(family);
-    if (layout != null) {
-      rows = reading.cards(layout);
+    if (card != null) {
+      rows = reading.cards(card.layout());
     } else if (family == QUOTA_USED || family == QUOTA_LIMIT) {
       rows = quotas(family, reading);
     } else {
@@ -102,41 +108,15 @@ final class LedgerGauges {
     }
     boolean begun = false;
     for (Row row : rows) {
-      double value;
-      if (row.card != null) {
-        DeviceUsage d = row.card;
-        if (family == MEMORY_RATIO && d.device().memoryMiB() <= 0) {
-          continue;
-        }
-        value = cardValue(family, d);
-      } else {
-        value = row.value;
+      if (card != null && !card.shown().test(row.card)) {
+        continue;
       }
       if (!begun) {
         out.begin(family);
         begun = true;
       }
-      out.gauge(family, value, row.labels);
+      out.gauge(family, card != null ? card.value().applyAsDouble(row.card) : row.value, row.labels);
     }
-  }
-
-  private static double cardValue(Family f, DeviceUsage d) {
-    if (f == MEMORY_LIMIT || f == LEGACY_MEMORY_LIMIT) {
-      return d.device().memoryMiB() * MIB;
-    }
-    if (f == CORE_LIMIT || f == LEGACY_CORE_LIMIT) {
-      return d.device().cores();
-    }
-    if (f == MEMORY_ALLOCATED || f == LEGACY_MEMORY_ALLOCATED || f == OVERVIEW) {
-      return d.usedMemoryMiB() * MIB;
-    }
-    if (f == SHARED || f == LEGACY_SHARED) {
-      return d.sharers();
-    }
-    if (f == CORE_ALLOCATED || f == LEGACY_CORE_ALLOCATED) {
-      return d.usedCores();
-    }
-    return (double) d.usedMemoryMiB() / d.device().memoryMiB();
   }
 
   private static List<Row> quotas(Family family, Reading reading) {
