@@ -7,6 +7,8 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.http.HttpRequest;
 import io.fabric8.kubernetes.client.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -61,28 +63,48 @@ final class ApiWrites {
     send(client.getHttpClient().newHttpRequestBuilder().uri(base + "/api/v1/namespaces/" + namespace + "/" + plural).post(JSON, json));
   }
 
+  /**
+   * As {@link #patchPod}, without waiting for the answer: the future fails with the {@link
+   * KubernetesClientException} that {@link #patchPod} would throw.
+   */
+  CompletableFuture<Void> patchPodAsync(String namespace, String name, String patch) {
+    return sendAsync(client.getHttpClient().newHttpRequestBuilder().uri(base + "/api/v1/namespaces/" + namespace + "/pods/" + name).patch(MERGE_PATCH, patch));
+  }
+
   private void send(HttpRequest.Builder request) {
-    long timeout = client.getConfiguration().getRequestTimeout();
-    HttpResponse<byte[]> response;
     try {
-      // Bytes, made text only for a refusal: a success's body (the object written) is never read.
-      var sent = client.getHttpClient().sendAsync(request.build(), byte[].class);
-      response = timeout > 0 ? sent.get(timeout, TimeUnit.MILLISECONDS) : sent.get();
+      sendAsync(request).get();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new KubernetesClientException("interrupted while writing to the API server", e);
     } catch (ExecutionException e) {
-      throw new KubernetesClientException("writing to the API server failed: " + e.getCause().getMessage(), e.getCause());
-    } catch (TimeoutException e) {
-      throw new KubernetesClientException("the API server did not answer within " + timeout + " ms", e);
+      throw e.getCause() instanceof KubernetesClientException k ? k : new KubernetesClientException("writing to the API server failed: " + e.getCause().getMessage(), e.getCause());
     }
-    if (response.code() >= 200 && response.code() < 300) {
-      return;
+  }
+
+  private CompletableFuture<Void> sendAsync(HttpRequest.Builder request) {
+    long timeout = client.getConfiguration().getRequestTimeout();
+    // Bytes, made text only for a refusal: a success's body (the object written) is never read.
+    CompletableFuture<HttpResponse<byte[]>> sent = client.getHttpClient().sendAsync(request.build(), byte[].class);
+    if (timeout > 0) {
+      sent = sent.orTimeout(timeout, TimeUnit.MILLISECONDS);
     }
-    byte[] body = response.body();
-    Status status = statusOf(body == null ? null : new String(body, StandardCharsets.UTF_8));
-    String message = status != null && status.getMessage() != null ? status.getMessage() : "HTTP " + response.code();
-    throw new KubernetesClientException(message, response.code(), status);
+    return sent.handle(
+        (response, e) -> {
+          if (e != null) {
+            Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+            throw cause instanceof TimeoutException
+                ? new KubernetesClientException("the API server did not answer within " + timeout + " ms", cause)
+                : new KubernetesClientException("writing to the API server failed: " + cause.getMessage(), cause);
+          }
+          if (response.code() >= 200 && response.code() < 300) {
+            return null;
+          }
+          byte[] body = response.body();
+          Status status = statusOf(body == null ? null : new String(body, StandardCharsets.UTF_8));
+          String message = status != null && status.getMessage() != null ? status.getMessage() : "HTTP " + response.code();
+          throw new KubernetesClientException(message, response.code(), status);
+        });
   }
 
   private @Nullable Status statusOf(@Nullable String body) {

@@ -55,6 +55,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Supplier;
 import java.util.stream.Collectors;
 import org.jspecify.annotations.Nullable;
@@ -66,9 +68,10 @@ import tools.jackson.databind.node.ObjectNode;
 /**
  * The scheduler extender's two verbs with HAMi's semantics.
  *
- * <p><b>Filter</b> in node-cache mode picks exactly one node, writes the decision into the pod's
- * annotations at once and reserves the usage in the ledger, so the next filter already sees it; if the
- * annotation write fails the reservation is rolled back. With node objects (cluster-autoscaler's dry
+ * <p><b>Filter</b> in node-cache mode picks exactly one node and reserves the usage in the ledger, so
+ * the next filter already sees it, answers, and writes the decision into the pod's annotations behind
+ * the answer; the pod's bind waits for that write, and if it fails the reservation is rolled back and
+ * the bind refused (kube-scheduler then filters the pod again). With node objects (cluster-autoscaler's dry
  * run) it evaluates a throw-away copy and changes nothing. Failures name, per node, HAMi's reasons, and
  * a {@code FilteringFailed} event says what would make the pod fit.
  *
@@ -118,6 +121,8 @@ public final class Extender {
   /** One gang decided at a time: a gang's members are counted and reserved together. */
   private final Object gangLock = new Object();
   private final NodeLockWaiters lockWaiters = new NodeLockWaiters();
+  /** The filter's decision writes still under way, which binds wait for. */
+  private final DecisionWrites decisions = new DecisionWrites();
   /** The candidate list of the last filter call, resolved. */
   private volatile @Nullable CandidateNodes lastCandidates;
 
@@ -268,13 +273,7 @@ public final class Extender {
       if (!reserved.reserved()) {
         return ExtenderFilterResult.error(reserved.message());
       }
-      try {
-        annotate(placement.grant(), uid, kai);
-      } catch (KubernetesClientException e) {
-        engine.release(ref);
-        events.warning(pod, "FilteringFailed", "writing the scheduling decision failed: " + e.getMessage());
-        return ExtenderFilterResult.error("pod " + ref + ": writing the scheduling decision failed: " + e.getMessage());
-      }
+      writeBehind(pod, placement.grant(), uid, kai);
       metrics.schedulable(ref);
       events.normal(pod, "FilteringSucceed", successMessage(candidates.size(), placement.node(), result.fitting(), result.fittingCount()));
       return new ExtenderFilterResult(null, List.of(placement.node()), failed.isEmpty() ? null : failed, null, "");
@@ -562,13 +561,38 @@ public final class Extender {
     return patch.toString();
   }
 
-  private void annotate(PodGrant grant, String podUid) {
-    annotate(grant, podUid, false);
-  }
-
   /** Writes the decision; {@code waited}: the pod carries {@value KaiKeys#WAITING_ANNOTATION}, which goes. */
   private void annotate(PodGrant grant, String podUid, boolean waited) {
     writes.patchPod(grant.pod().namespace(), grant.pod().name(), decisionPatch(grant, Long.toString(clock.instant().getEpochSecond()), signer, podUid, waited));
+  }
+
+  /**
+   * Writes the decision behind the filter's answer ({@link DecisionWrites}); the bind waits for it. When
+   * the write fails the reservation is given back, unless the pod has been filtered again since, and a
+   * {@code FilteringFailed} Event says so: the bind is refused and kube-scheduler filters the pod again.
+   */
+  private void writeBehind(Pod pod, PodGrant grant, String podUid, boolean waited) {
+    PodRef ref = grant.pod();
+    String patch = decisionPatch(grant, Long.toString(clock.instant().getEpochSecond()), signer, podUid, waited);
+    decisions.write(
+        ref,
+        () -> writes.patchPodAsync(ref.namespace(), ref.name(), patch),
+        failure -> {
+          if (engine.grant(ref).filter(grant::equals).isPresent()) {
+            engine.release(ref);
+          }
+          String why = "writing the scheduling decision failed: " + failure.getMessage() + "; the reservation on node " + grant.node() + " is given back";
+          LOG.info("pod {}: {}", ref, why);
+          events.warning(pod, "FilteringFailed", why);
+        });
+  }
+
+  /**
+   * Completes when the filter's write of the pod's decision is over (at once when none is under way),
+   * with the write's failure if it failed: what a bind of the pod waits for.
+   */
+  CompletableFuture<Void> decisionWritten(PodRef ref) {
+    return decisions.pending(ref);
   }
 
   private static Map<String, String> failedNodes(List<NodeRejection> rejections) {
@@ -714,11 +738,21 @@ public final class Extender {
     long start = System.nanoTime();
     // The wait leaves the writes a moment of the timeout: the whole bind ends within it.
     long waitUntil = start + lockRetryTimeout.toNanos() - Math.min(WRITE_ALLOWANCE.toNanos(), lockRetryTimeout.toNanos() / 4);
+    CompletableFuture<Void> decision = args.podName() == null || args.podNamespace() == null ? CompletableFuture.completedFuture(null) : decisions.pending(new PodRef(args.podNamespace(), args.podName()));
     CompletableFuture<ExtenderBindingResult> result;
-    try {
-      result = doBind(args, waitUntil, abandoned.toCompletableFuture());
-    } catch (RuntimeException e) {
-      result = CompletableFuture.failedFuture(e);
+    if (decision.isDone() && !decision.isCompletedExceptionally()) {
+      result = bindNow(args, waitUntil, abandoned);
+    } else {
+      // The filter's write of the decision is still on its way: the bind reads the pod once it is over.
+      long wait = Math.max(0, waitUntil - System.nanoTime());
+      result = decision
+          .handle((ok, failure) -> failure)
+          .completeOnTimeout(new TimeoutException("not answered within the bind's time"), wait, TimeUnit.NANOSECONDS)
+          .thenComposeAsync(
+              failure -> failure == null
+                  ? bindNow(args, waitUntil, abandoned)
+                  : done("pod " + args.podNamespace() + "/" + args.podName() + ": its scheduling decision was not written (" + failure.getMessage() + "); it is filtered again"),
+              binds);
     }
     return result.whenComplete((r, e) -> {
       boolean ok = e == null && r.error().isEmpty();
@@ -727,6 +761,14 @@ public final class Extender {
       }
       metrics.bound(System.nanoTime() - start, ok);
     });
+  }
+
+  private CompletableFuture<ExtenderBindingResult> bindNow(ExtenderBindingArgs args, long deadline, CompletionStage<?> abandoned) {
+    try {
+      return doBind(args, deadline, abandoned.toCompletableFuture());
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
   }
 
   private CompletableFuture<ExtenderBindingResult> doBind(ExtenderBindingArgs args, long deadline, CompletableFuture<?> abandoned) {

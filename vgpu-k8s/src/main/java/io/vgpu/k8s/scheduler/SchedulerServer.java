@@ -374,6 +374,11 @@ public final class SchedulerServer implements AutoCloseable {
     return metricsHttp.port();
   }
 
+  /** The extender this server answers with. */
+  Extender extender() {
+    return extender;
+  }
+
   /** Ready once the ledger has synced and this instance leads. */
   public boolean ready() {
     return ledger.synced() && leadership.isLeader();

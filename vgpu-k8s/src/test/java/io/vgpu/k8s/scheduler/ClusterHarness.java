@@ -32,6 +32,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
@@ -156,10 +157,22 @@ final class ClusterHarness implements AutoCloseable {
     return http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.metricsPort() + path)).GET().build(), HttpResponse.BodyHandlers.ofString());
   }
 
-  /** One filter call in node-cache mode. */
+  /**
+   * One filter call in node-cache mode for the pod as the API server has it, returning once the
+   * decision the filter writes behind its answer is written (or its write failed): the tests look at
+   * the pod as its bind would find it.
+   */
   JsonNode filter(Pod pod, List<String> nodeNames) throws Exception {
+    JsonNode answer = filterAsSent(client.pods().inNamespace(pod.getMetadata().getNamespace()).withName(pod.getMetadata().getName()).get(), nodeNames);
+    PodRef ref = new PodRef(pod.getMetadata().getNamespace(), pod.getMetadata().getName());
+    server.extender().decisionWritten(ref).exceptionally(e -> null).get(30, TimeUnit.SECONDS);
+    return answer;
+  }
+
+  /** One filter call in node-cache mode for {@code pod} as given, answered before its decision is written. */
+  JsonNode filterAsSent(Pod pod, List<String> nodeNames) throws Exception {
     ObjectNode args = JSON.createObjectNode();
-    args.set("Pod", PodJson.toTree(client.pods().inNamespace(pod.getMetadata().getNamespace()).withName(pod.getMetadata().getName()).get()));
+    args.set("Pod", PodJson.toTree(pod));
     args.putNull("Nodes");
     ArrayNode names = args.putArray("NodeNames");
     nodeNames.forEach(names::add);

@@ -69,6 +69,38 @@ class ExtenderTest {
   }
 
   @Test
+  void aDecisionTheApiServerRefusesIsGivenBackWithAnEvent() throws Exception {
+    // A pod the API server does not have: the filter reserves and answers, then its patch is refused (404).
+    Pod gone = gpuPod("default", "gone", Map.of("nvidia.com/gpu", "1", "nvidia.com/gpumem", "4096"), Map.of());
+    gone.getMetadata().setUid("0b9d7c55-1f3e-4c1a-9a55-6f0e7d1e2a10");
+    JsonNode result = cluster.filterAsSent(gone, List.of("worker1"));
+    assertThat(result.path("Error").asString()).isEmpty();
+    assertThat(result.path("NodeNames").toString()).isEqualTo("[\"worker1\"]");
+    PodRef ref = new PodRef("default", "gone");
+    ClusterHarness.await(() -> cluster.server.engine().grant(ref).isEmpty(), "the reservation given back");
+    ClusterHarness.await(
+        () -> client.v1().events().inNamespace("default").list().getItems().stream().anyMatch(e -> "FilteringFailed".equals(e.getReason())),
+        "a FilteringFailed event");
+    var event = client.v1().events().inNamespace("default").list().getItems().stream().filter(e -> "FilteringFailed".equals(e.getReason())).findFirst().orElseThrow();
+    assertThat(event.getMessage()).startsWith("writing the scheduling decision failed: ").endsWith("; the reservation on node worker1 is given back");
+    assertThat(event.getType()).isEqualTo("Warning");
+  }
+
+  @Test
+  void aBindStraightAfterTheFilterWaitsForTheDecisionAndBinds() throws Exception {
+    for (int i = 0; i < 8; i++) {
+      String name = "quick-" + i;
+      Pod pod = cluster.create(gpuPod("default", name, Map.of("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"), Map.of()));
+      JsonNode filtered = cluster.filterAsSent(pod, List.of("worker" + (1 + i % 2)));
+      String node = filtered.path("NodeNames").get(0).asString();
+      JsonNode bound = cluster.bind(new PodRef("default", name), node);
+      assertThat(bound.toString()).as(name).isEqualTo("{\"Error\":\"\"}");
+      assertThat(client.pods().inNamespace("default").withName(name).get().getMetadata().getAnnotations()).containsEntry(HamiAnnotations.ASSIGNED_NODE, node);
+      cluster.completeAllocation(new PodRef("default", name), node);
+    }
+  }
+
+  @Test
   void aPodThatFitsNowhereGetsHamisReasonsPerNodeAndAnEventWithTheNearestFix() throws Exception {
     Pod big = cluster.create(gpuPod("default", "big", Map.of("nvidia.com/gpu", "1", "nvidia.com/gpumem", "50000"), Map.of()));
     JsonNode result = cluster.filter(big, List.of("worker1", "worker2", "ghost"));
