@@ -212,11 +212,18 @@ class AsDeployedEquivalenceTest {
     return PodJson.mapper().readTree(response.body());
   }
 
-  /** The grant the filter wrote into the pod. */
-  private PodGrant grantOf(PodRef ref, String node) {
+  /**
+   * The grant the filter wrote into the pod. The filter writes it behind its answer (the bind waits for
+   * it), so this waits for it to arrive as the bind would.
+   */
+  private PodGrant grantOf(PodRef ref, String node) throws InterruptedException {
+    await(() -> allocatedOf(ref) != null, "the decision of " + ref.name() + " to be written");
+    return DeviceListCodec.decodeGrant(ref, node, allocatedOf(ref), List.of(), List.of("main"));
+  }
+
+  private String allocatedOf(PodRef ref) {
     Pod pod = client.pods().inNamespace(ref.namespace()).withName(ref.name()).get();
-    String allocated = pod.getMetadata().getAnnotations().get(HamiAnnotations.DEVICES_ALLOCATED);
-    return DeviceListCodec.decodeGrant(ref, node, allocated, List.of(), List.of("main"));
+    return pod.getMetadata().getAnnotations().get(HamiAnnotations.DEVICES_ALLOCATED);
   }
 
   /** What the Binding does (the mock API server stores Bindings without applying them). */
