@@ -550,14 +550,32 @@ public final class Extender {
    * it also removes the pod's {@value KaiKeys#WAITING_ANNOTATION}: a pod placed no longer waits.
    */
   static String decisionPatch(PodGrant grant, String assignedTime, @Nullable GrantSignature signature, String podUid, boolean placedAfterWaiting) {
+    return mergePatch(decision(grant, assignedTime, signature, podUid, placedAfterWaiting));
+  }
+
+  /** What the decision sets on the pod: the annotations and the node label (and, after waiting, the waiting annotation removed). */
+  static DecisionWrites.Decision decision(PodGrant grant, String assignedTime, @Nullable GrantSignature signature, String podUid, boolean placedAfterWaiting) {
+    Map<String, @Nullable String> annotations = new LinkedHashMap<>(annotations(grant, assignedTime, signature, podUid));
+    if (placedAfterWaiting) {
+      annotations.put(KaiKeys.WAITING_ANNOTATION, null);
+    }
+    return new DecisionWrites.Decision(podUid, annotations, Map.of(HamiAnnotations.ASSIGNED_NODE, grant.node()));
+  }
+
+  /** The JSON merge patch that sets {@code decision} on a pod. */
+  private static String mergePatch(DecisionWrites.Decision decision) {
     ObjectNode patch = PodJson.mapper().createObjectNode();
     ObjectNode metadata = patch.putObject("metadata");
     ObjectNode annotations = metadata.putObject("annotations");
-    annotations(grant, assignedTime, signature, podUid).forEach(annotations::put);
-    if (placedAfterWaiting) {
-      annotations.putNull(KaiKeys.WAITING_ANNOTATION);
-    }
-    metadata.putObject("labels").put(HamiAnnotations.ASSIGNED_NODE, grant.node());
+    decision.annotations().forEach((key, value) -> {
+      if (value == null) {
+        annotations.putNull(key);
+      } else {
+        annotations.put(key, value);
+      }
+    });
+    ObjectNode labels = metadata.putObject("labels");
+    decision.labels().forEach(labels::put);
     return patch.toString();
   }
 
@@ -573,9 +591,11 @@ public final class Extender {
    */
   private void writeBehind(Pod pod, PodGrant grant, String podUid, boolean waited) {
     PodRef ref = grant.pod();
-    String patch = decisionPatch(grant, Long.toString(clock.instant().getEpochSecond()), signer, podUid, waited);
+    DecisionWrites.Decision decision = decision(grant, Long.toString(clock.instant().getEpochSecond()), signer, podUid, waited);
+    String patch = mergePatch(decision);
     decisions.write(
         ref,
+        decision,
         () -> writes.patchPodAsync(ref.namespace(), ref.name(), patch),
         failure -> {
           if (engine.grant(ref).filter(grant::equals).isPresent()) {
@@ -755,6 +775,9 @@ public final class Extender {
               binds);
     }
     return result.whenComplete((r, e) -> {
+      if (args.podName() != null && args.podNamespace() != null) {
+        decisions.forget(new PodRef(args.podNamespace(), args.podName()));
+      }
       boolean ok = e == null && r.error().isEmpty();
       if (e == null && !ok) {
         LOG.info("bind of pod {}/{} to node {} refused: {}", args.podNamespace(), args.podName(), args.node(), r.error());
@@ -936,14 +959,22 @@ public final class Extender {
   }
 
   /**
-   * The pod as the informer holds it when that copy carries the filter's decision for this node (the
-   * usual case: the filter's annotation write arrived before kube-scheduler bound), else as the API
-   * server has it now.
+   * The pod as the informer holds it when that copy carries the filter's decision for this node; else
+   * that copy as the filter's write for this node left it, when the write is the pod's latest and
+   * succeeded (the usual case: kube-scheduler binds before the informer has seen the write); else as
+   * the API server has it now.
    */
   private @Nullable Pod podToBind(PodRef ref, String nodeName) {
     Optional<Pod> cached = ledger.pod(ref);
-    if (cached.isPresent() && nodeName.equals(PodRefs.annotations(cached.get()).get(HamiAnnotations.ASSIGNED_NODE))) {
-      return cached.get();
+    if (cached.isPresent()) {
+      if (nodeName.equals(PodRefs.annotations(cached.get()).get(HamiAnnotations.ASSIGNED_NODE))) {
+        return cached.get();
+      }
+      Optional<Pod> written =
+          decisions.written(ref).filter(d -> nodeName.equals(d.annotations().get(HamiAnnotations.ASSIGNED_NODE))).flatMap(d -> d.onto(cached.get()));
+      if (written.isPresent()) {
+        return written.get();
+      }
     }
     return client.pods().inNamespace(ref.namespace()).withName(ref.name()).get();
   }

@@ -57,7 +57,12 @@ final class ClusterHarness implements AutoCloseable {
   }
 
   SchedulerServer start(SchedulerOptions options, DeviceConfig config) throws IOException {
-    server = SchedulerServer.start(options.withBinds("127.0.0.1:0", "127.0.0.1:0"), config, client, clock);
+    return start(options, config, client);
+  }
+
+  /** Starts the scheduler with a client of its own; the harness plays the other parts with {@link #client}. */
+  SchedulerServer start(SchedulerOptions options, DeviceConfig config, KubernetesClient schedulerClient) throws IOException {
+    server = SchedulerServer.start(options.withBinds("127.0.0.1:0", "127.0.0.1:0"), config, schedulerClient, clock);
     return server;
   }
 

@@ -2,9 +2,15 @@ package io.vgpu.k8s.scheduler;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.vgpu.api.PodRef;
+import io.vgpu.k8s.codec.HamiAnnotations;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
@@ -19,11 +25,17 @@ class DecisionWritesTest {
   private CompletableFuture<Void> write(PodRef pod, String name, CompletableFuture<Void> answer, List<Throwable> failures) {
     return writes.write(
         pod,
+        decision(name),
         () -> {
           sent.add(name);
           return answer;
         },
         failures::add);
+  }
+
+  /** A decision that names the write it belongs to in its node annotation. */
+  private static DecisionWrites.Decision decision(String name) {
+    return new DecisionWrites.Decision("uid-1", Map.of(HamiAnnotations.ASSIGNED_NODE, name), Map.of(HamiAnnotations.ASSIGNED_NODE, name));
   }
 
   @Test
@@ -62,7 +74,7 @@ class DecisionWritesTest {
     CompletableFuture<Void> answer = new CompletableFuture<>();
     AtomicReference<String> seenByHandler = new AtomicReference<>();
     CompletableFuture<Void>[] done = new CompletableFuture[1];
-    done[0] = writes.write(POD, () -> answer, e -> seenByHandler.set(e.getMessage() + ", future done: " + done[0].isDone()));
+    done[0] = writes.write(POD, decision("only"), () -> answer, e -> seenByHandler.set(e.getMessage() + ", future done: " + done[0].isDone()));
     answer.completeExceptionally(new IllegalStateException("HTTP 500"));
     assertThat(seenByHandler.get()).isEqualTo("HTTP 500, future done: false");
     assertThat(done[0]).isCompletedExceptionally();
@@ -88,10 +100,70 @@ class DecisionWritesTest {
   @Test
   void aWriteThatCannotEvenStartFailsLikeOneRefused() {
     List<Throwable> failures = new ArrayList<>();
-    CompletableFuture<Void> done = writes.write(POD, () -> {
+    CompletableFuture<Void> done = writes.write(POD, decision("only"), () -> {
       throw new IllegalArgumentException("no such pod path");
     }, failures::add);
     assertThat(done).isCompletedExceptionally();
     assertThat(failures).extracting(Throwable::getMessage).containsExactly("no such pod path");
+  }
+
+  @Test
+  void onlyTheLatestWriteThatSucceededIsKeptUntilForgotten() {
+    CompletableFuture<Void> first = new CompletableFuture<>();
+    CompletableFuture<Void> second = new CompletableFuture<>();
+    write(POD, "first", first, new ArrayList<>());
+    write(POD, "second", second, new ArrayList<>());
+    assertThat(writes.written(POD)).as("nothing written yet").isEmpty();
+    first.complete(null);
+    assertThat(writes.written(POD)).as("a write with a later one behind it").isEmpty();
+    second.complete(null);
+    assertThat(writes.written(POD).map(d -> d.annotations().get(HamiAnnotations.ASSIGNED_NODE))).contains("second");
+    assertThat(writes.written(OTHER)).isEmpty();
+
+    write(POD, "third", new CompletableFuture<>(), new ArrayList<>());
+    assertThat(writes.written(POD)).as("a new write under way: the pod will carry another decision").isEmpty();
+  }
+
+  @Test
+  void aFailedWriteKeepsNothingAndForgetDropsWhatWasKept() {
+    write(POD, "failed", CompletableFuture.failedFuture(new IllegalStateException("HTTP 409")), new ArrayList<>());
+    assertThat(writes.written(POD)).isEmpty();
+    write(POD, "ok", CompletableFuture.completedFuture(null), new ArrayList<>());
+    assertThat(writes.written(POD)).isPresent();
+    writes.forget(POD);
+    assertThat(writes.written(POD)).isEmpty();
+  }
+
+  @Test
+  void aDecisionLeavesACopyOfThePodWithItsAnnotationsAndLabelsAndChangesNothingOfTheOriginal() {
+    Pod cached =
+        new PodBuilder().withNewMetadata().withName("p1").withNamespace("team-a").withUid("uid-1")
+            .withAnnotations(new HashMap<>(Map.of("team", "a", HamiAnnotations.ASSIGNED_NODE, "old", "kai.scheduler/waiting", "queue full")))
+            .withLabels(new HashMap<>(Map.of("app", "web"))).endMetadata()
+            .withNewSpec().addNewContainer().withName("main").endContainer().endSpec()
+            .build();
+    Map<String, String> set = new HashMap<>();
+    set.put(HamiAnnotations.ASSIGNED_NODE, "n1");
+    set.put(HamiAnnotations.DEVICES_ALLOCATED, "GPU-a,NVIDIA,4096,100:;");
+    set.put("kai.scheduler/waiting", null);
+    DecisionWrites.Decision decision = new DecisionWrites.Decision("uid-1", set, Map.of(HamiAnnotations.ASSIGNED_NODE, "n1"));
+
+    Pod written = decision.onto(cached).orElseThrow();
+    assertThat(written.getMetadata().getAnnotations())
+        .containsOnly(Map.entry("team", "a"), Map.entry(HamiAnnotations.ASSIGNED_NODE, "n1"), Map.entry(HamiAnnotations.DEVICES_ALLOCATED, "GPU-a,NVIDIA,4096,100:;"));
+    assertThat(written.getMetadata().getLabels()).containsOnly(Map.entry("app", "web"), Map.entry(HamiAnnotations.ASSIGNED_NODE, "n1"));
+    assertThat(written.getMetadata().getUid()).isEqualTo("uid-1");
+    assertThat(written.getSpec()).isSameAs(cached.getSpec());
+    assertThat(cached.getMetadata().getAnnotations()).containsEntry(HamiAnnotations.ASSIGNED_NODE, "old").containsKey("kai.scheduler/waiting");
+    assertThat(cached.getMetadata().getLabels()).containsOnlyKeys("app");
+  }
+
+  @Test
+  void aDecisionForAnotherPodOfTheSameNameLeavesNothing() {
+    Pod successor = new PodBuilder().withNewMetadata().withName("p1").withNamespace("team-a").withUid("uid-2").endMetadata().build();
+    assertThat(decision("n1").onto(successor)).isEqualTo(Optional.empty());
+    Pod unknown = new PodBuilder().withNewMetadata().withName("p1").withNamespace("team-a").endMetadata().build();
+    assertThat(decision("n1").onto(unknown)).isEmpty();
+    assertThat(new DecisionWrites.Decision("", Map.of(), Map.of()).onto(unknown)).as("a decision written without a UID").isEmpty();
   }
 }
