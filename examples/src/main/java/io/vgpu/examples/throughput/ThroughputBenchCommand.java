@@ -12,6 +12,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Optional;
 import java.util.concurrent.Callable;
 import org.jspecify.annotations.Nullable;
@@ -65,6 +66,12 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
           + " they run on other machines (default ${DEFAULT-VALUE}: equal priority).")
   int standInsNice;
 
+  @Option(names = "--rehearsal-pods", paramLabel = "R", defaultValue = "200",
+      description = "Before the first measured run, R pods through the stand-ins on a small cluster of their own with a scheduler of its own,"
+          + " not measured: the stand-ins (this JVM) have then compiled their part, as an API server and kubelets that have been running"
+          + " have; the measured scheduler starts cold all the same. 0: none (default ${DEFAULT-VALUE}).")
+  int rehearsalPods;
+
   @Option(names = "--seed", defaultValue = "42", description = "Seed of the pods' GPU shares (default ${DEFAULT-VALUE}).")
   long seed;
 
@@ -107,6 +114,7 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
     PrintWriter progress = new PrintWriter(System.err, true, StandardCharsets.UTF_8);
     LabHome home = LabHome.locate();
     List<ThroughputResult> results = new ArrayList<>();
+    int standInsPodsBefore = rehearsalPods > 0 ? rehearse(home, progress) : 0;
     for (int n : nodes) {
       int w = warmup != null ? warmup : Math.min(200, n);
       int steady = steadyPods != null ? steadyPods : pods;
@@ -115,11 +123,12 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
             "--steady-pods " + steady + " is more than the " + (w + pods) + " pods before it (--warmup " + w + " and --pods " + pods + "): its warm-up must be at least as large");
       }
       ThroughputRun.Settings settings =
-          new ThroughputRun.Settings(n, pods, running, w, steady, bindsInFlight, kubeletThreads, standInsNice, seed, timeout, javaOptions(home),
-              schedulerArgs == null || schedulerArgs.isBlank() ? List.of() : List.of(schedulerArgs.trim().split("\\s+")), Optional.ofNullable(profile));
+          new ThroughputRun.Settings(n, pods, running, w, steady, bindsInFlight, kubeletThreads, standInsNice, seed, timeout, javaOptions(home), schedulerArgs(),
+              Optional.ofNullable(profile), standInsPodsBefore);
       try (LabWorkspace workspace = keep == null ? LabWorkspace.temporary() : LabWorkspace.kept(nodes.size() == 1 ? keep : keep.resolve(n + "-nodes"))) {
         results.add(new ThroughputRun(home, settings, progress).run(workspace));
       }
+      standInsPodsBefore += w + pods + steady;
     }
     if (output == Output.json) {
       out.print(ThroughputReport.json(results));
@@ -135,6 +144,34 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
       }
     }
     return results.stream().allMatch(ThroughputBenchCommand::sound) ? 0 : 1;
+  }
+
+  /** Cards a rehearsal node holds pods on: 8 cards, and shares about 2.5 pods a card deep. */
+  private static final int REHEARSAL_PODS_PER_NODE = 20;
+
+  /**
+   * The rehearsal: {@link #rehearsalPods} pods through the stand-ins and a scheduler of its own on a
+   * cluster just large enough, unmeasured and thrown away. Returns the pods it ran (the stand-ins'
+   * warm-up, reported with each result).
+   */
+  private int rehearse(LabHome home, PrintWriter progress) {
+    int n = Math.max(10, (rehearsalPods + REHEARSAL_PODS_PER_NODE - 1) / REHEARSAL_PODS_PER_NODE);
+    int w = Math.min(200, n);
+    progress.printf(Locale.ROOT, "throughput-bench: rehearsal: %d pods onto %d nodes through the stand-ins, not measured%n", rehearsalPods, n);
+    ThroughputRun.Settings settings =
+        new ThroughputRun.Settings(n, rehearsalPods, 0, w, 0, bindsInFlight, kubeletThreads, 0, seed, timeout, javaOptions(home), schedulerArgs(), Optional.empty(), 0);
+    try (LabWorkspace workspace = keep == null ? LabWorkspace.temporary() : LabWorkspace.kept(keep.resolve("rehearsal"))) {
+      ThroughputResult rehearsal = new ThroughputRun(home, settings, progress).run(workspace);
+      if (!sound(rehearsal)) {
+        progress.printf(Locale.ROOT, "throughput-bench: the rehearsal did not place and bind every pod once (%d placed, %d binds, %d lost): the measured runs say how theirs went%n",
+            rehearsal.audit().placed(), rehearsal.successfulBinds(), rehearsal.audit().lostCount());
+      }
+    }
+    return w + rehearsalPods;
+  }
+
+  private List<String> schedulerArgs() {
+    return schedulerArgs == null || schedulerArgs.isBlank() ? List.of() : List.of(schedulerArgs.trim().split("\\s+"));
   }
 
   /** Every pod of both bursts placed and bound once, no card over-committed. */
@@ -161,6 +198,9 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
     }
     if (steadyPods != null && steadyPods < 0) {
       throw new CommandLine.ParameterException(spec.commandLine(), "--steady-pods " + steadyPods + " must not be negative");
+    }
+    if (rehearsalPods < 0) {
+      throw new CommandLine.ParameterException(spec.commandLine(), "--rehearsal-pods " + rehearsalPods + " must not be negative");
     }
     if (warmup != null && warmup < 0) {
       throw new CommandLine.ParameterException(spec.commandLine(), "--warmup " + warmup + " must not be negative");

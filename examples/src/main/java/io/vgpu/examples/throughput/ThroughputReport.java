@@ -56,6 +56,7 @@ final class ThroughputReport {
     putOrNull(o, "inSchedulerFilterP50Ms", finite(r.inSchedulerFilterP50Ms()));
     putOrNull(o, "inSchedulerFilterP99Ms", finite(r.inSchedulerFilterP99Ms()));
     o.put("setupSeconds", r.setupSeconds());
+    o.put("standInsPodsBefore", r.standInsPodsBefore());
     ArrayNode load = o.putArray("loadAverage");
     r.loadAverage().forEach(load::add);
     // The steady state: null figures (and why) when the cluster could not hold a second burst.
@@ -122,8 +123,9 @@ final class ThroughputReport {
         out.append(where).append(r.successfulBinds()).append(" binds accepted for ").append(r.pods()).append(" pods\n");
       }
       r.bindRejections().forEach((kind, n) -> out.append(where).append(n).append(" binds refused: ").append(kind).append('\n'));
-      out.append(where).append(String.format(Locale.ROOT, "burst %.2f s, scheduler's JIT %.2f ms and stand-ins' CPU %.2f ms per pod, set-up %.1f s, %d binds in flight, load average %s%n",
-          r.burstSeconds(), r.schedulerJitCpuMsPerPod(), r.standInCpuMsPerPod(), r.setupSeconds(), r.bindsInFlight(), r.loadAverage()));
+      out.append(where).append(String.format(Locale.ROOT,
+          "burst %.2f s, scheduler's JIT %.2f ms and stand-ins' CPU %.2f ms per pod (they ran %d pods before), set-up %.1f s, %d binds in flight, load average %s%n",
+          r.burstSeconds(), r.schedulerJitCpuMsPerPod(), r.standInCpuMsPerPod(), r.standInsPodsBefore(), r.setupSeconds(), r.bindsInFlight(), r.loadAverage()));
       out.append(where).append("filter p50/p99 inside the scheduler (its histogram's bucket bounds): ").append(number(r.inSchedulerFilterP50Ms())).append(" / ")
           .append(number(r.inSchedulerFilterP99Ms())).append(" ms\n");
       if (r.steady().isPresent()) {

@@ -35,6 +35,8 @@ import java.util.Optional;
  * @param inSchedulerFilterP99Ms the 99th percentile of the same
  * @param steady the steady-state burst measured after the measured one, if the cluster held it
  * @param steadySkipped why there is no steady-state burst when one was asked for, else empty
+ * @param standInsPodsBefore pods the stand-ins' JVM ran before this run (the rehearsal, earlier sizes): 0
+ *     when they met the run's first pods cold, as no API server and kubelets of a real cluster do
  */
 record ThroughputResult(
     int nodes,
@@ -62,7 +64,8 @@ record ThroughputResult(
     double inSchedulerFilterP50Ms,
     double inSchedulerFilterP99Ms,
     Optional<Steady> steady,
-    String steadySkipped) {
+    String steadySkipped,
+    int standInsPodsBefore) {
 
   /**
    * A burst measured after a warm-up of at least as many pods (a scheduler that has been running for a

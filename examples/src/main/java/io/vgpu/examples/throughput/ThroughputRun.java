@@ -74,6 +74,7 @@ final class ThroughputRun {
    * @param schedulerJavaOptions the scheduler JVM's options
    * @param schedulerArgs flags for the scheduler after those of the chart
    * @param profile where to write a Flight Recorder recording of the scheduler during the measured burst, if anywhere
+   * @param standInsPodsBefore pods this JVM's stand-ins ran before this run (a rehearsal, earlier sizes): reported
    */
   record Settings(
       int nodes,
@@ -88,7 +89,8 @@ final class ThroughputRun {
       Duration timeout,
       List<String> schedulerJavaOptions,
       List<String> schedulerArgs,
-      Optional<Path> profile) {}
+      Optional<Path> profile,
+      int standInsPodsBefore) {}
 
   private final LabHome home;
   private final Settings settings;
@@ -229,7 +231,8 @@ final class ThroughputRun {
               measured.inSchedulerFilterP50Ms(),
               measured.inSchedulerFilterP99Ms(),
               steadyMeasure.map(m -> ThroughputResult.Steady.of(m, warmup.size() + burst.size(), steadyAudit)),
-              steadySkipped);
+              steadySkipped,
+              settings.standInsPodsBefore());
         }
       } finally {
         scheduler.stop();

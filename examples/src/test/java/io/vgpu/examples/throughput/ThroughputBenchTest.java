@@ -27,7 +27,7 @@ class ThroughputBenchTest {
     StringWriter err = new StringWriter();
     Path plot = temp.resolve("plot.svg");
     int code = Vgpu.run(
-        new String[] {"throughput-bench", "--nodes", "20", "--pods", "50", "--warmup", "5", "--output", "json", "--plot", plot.toString()},
+        new String[] {"throughput-bench", "--nodes", "20", "--pods", "50", "--warmup", "5", "--rehearsal-pods", "10", "--output", "json", "--plot", plot.toString()},
         new PrintWriter(out, true),
         new PrintWriter(err, true));
     assertThat(code).as("exit code; stderr: %s; stdout: %s", err, out).isZero();
@@ -60,6 +60,17 @@ class ThroughputBenchTest {
       assertThat(report.path(key).asDouble()).as(key).isPositive();
     }
     assertThat(Files.readString(plot)).startsWith("<svg").contains("20");
+    // The rehearsal ran before: its 10 pods onto 10 nodes, after a warm-up of one pod per node.
+    assertThat(report.path("standInsPodsBefore").asInt()).isEqualTo(20);
+  }
+
+  @Test
+  void aNegativeRehearsalIsRefused() {
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    int code = Vgpu.run(new String[] {"throughput-bench", "--nodes", "20", "--rehearsal-pods", "-1"}, new PrintWriter(out, true), new PrintWriter(err, true));
+    assertThat(code).isEqualTo(2);
+    assertThat(err.toString()).startsWith("vgpu: --rehearsal-pods -1 must not be negative");
   }
 
   @Test

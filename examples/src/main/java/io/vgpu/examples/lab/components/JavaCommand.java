@@ -37,10 +37,14 @@ public final class JavaCommand {
    * @param archiveDirectory where class-data archives are kept between runs, or empty for none
    */
   public JavaCommand(Optional<Path> archiveDirectory) {
-    this.java = ProcessHandle.current().info().command().orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    String own = System.getProperty("java.class.path");
-    Optional<String> jars = jarsOnly(own);
-    this.classPath = jars.orElse(own);
+    this(ProcessHandle.current().info().command().orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString()), System.getProperty("java.class.path"), archiveDirectory);
+  }
+
+  /** A command builder for {@code java} and {@code classPath} (class directories replaced by their jars where up to date). */
+  JavaCommand(String java, String classPath, Optional<Path> archiveDirectory) {
+    this.java = java;
+    Optional<String> jars = jarsOnly(classPath);
+    this.classPath = jars.orElse(classPath);
     this.archiveDirectory = jars.isPresent() ? archiveDirectory : Optional.empty();
   }
 
@@ -56,7 +60,8 @@ public final class JavaCommand {
 
   /**
    * The command line of one component with JVM options of the caller's instead of the start-up tuning
-   * (a benchmark runs the scheduler with the JVM's own ergonomics, as a deployment does).
+   * (a benchmark runs the scheduler with the JVM's own ergonomics, as a deployment does). Options that
+   * name a class-data archive or an AOT cache of their own leave out the shared archive.
    *
    * @param logLevel the SLF4J level of the component's log
    * @param jvmOptions the JVM's options
@@ -67,7 +72,9 @@ public final class JavaCommand {
     out.add(java);
     out.addAll(jvmOptions);
     Optional<Path> writing = Optional.empty();
-    Optional<Path> archive = archive();
+    // Options that name an archive or an AOT cache of their own rule out the shared one (the JVM takes one).
+    boolean ownArchive = jvmOptions.stream().anyMatch(o -> o.startsWith("-XX:AOTCache") || o.startsWith("-XX:AOTMode") || o.startsWith("-XX:SharedArchiveFile") || o.startsWith("-XX:ArchiveClassesAtExit"));
+    Optional<Path> archive = ownArchive ? Optional.empty() : archive();
     if (archive.isPresent() && Files.isRegularFile(archive.get())) {
       out.add("-XX:SharedArchiveFile=" + archive.get());
       out.add("-Xlog:cds=off,cds+dynamic=off");
