@@ -82,6 +82,11 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
       description = "The scheduler JVM's options, space-separated (default: those vgpu's image starts it with, read from images/vgpu/Dockerfile), e.g. -XX:+UseSerialGC -XX:StartFlightRecording=filename=s.jfr.")
   @Nullable String schedulerJavaOptions;
 
+  @Option(names = "--scheduler-java", paramLabel = "JAVA",
+      description = "The java program the scheduler runs on, e.g. /usr/lib/jvm/temurin-25-jdk-amd64/bin/java (default: the one this command runs on);"
+          + " the stand-ins stay on this one.")
+  @Nullable Path schedulerJava;
+
   @Option(names = "--scheduler-args", paramLabel = "FLAGS",
       description = "Flags for the scheduler after the chart's, space-separated, e.g. --warm-up-rounds=0 (default: none).")
   @Nullable String schedulerArgs;
@@ -124,7 +129,7 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
       }
       ThroughputRun.Settings settings =
           new ThroughputRun.Settings(n, pods, running, w, steady, bindsInFlight, kubeletThreads, standInsNice, seed, timeout, javaOptions(home), schedulerArgs(),
-              Optional.ofNullable(profile), standInsPodsBefore);
+              Optional.ofNullable(profile), standInsPodsBefore, Optional.ofNullable(schedulerJava));
       try (LabWorkspace workspace = keep == null ? LabWorkspace.temporary() : LabWorkspace.kept(nodes.size() == 1 ? keep : keep.resolve(n + "-nodes"))) {
         results.add(new ThroughputRun(home, settings, progress).run(workspace));
       }
@@ -159,7 +164,7 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
     int w = Math.min(200, n);
     progress.printf(Locale.ROOT, "throughput-bench: rehearsal: %d pods onto %d nodes through the stand-ins, not measured%n", rehearsalPods, n);
     ThroughputRun.Settings settings =
-        new ThroughputRun.Settings(n, rehearsalPods, 0, w, 0, bindsInFlight, kubeletThreads, 0, seed, timeout, javaOptions(home), schedulerArgs(), Optional.empty(), 0);
+        new ThroughputRun.Settings(n, rehearsalPods, 0, w, 0, bindsInFlight, kubeletThreads, 0, seed, timeout, javaOptions(home), schedulerArgs(), Optional.empty(), 0, Optional.ofNullable(schedulerJava));
     try (LabWorkspace workspace = keep == null ? LabWorkspace.temporary() : LabWorkspace.kept(keep.resolve("rehearsal"))) {
       ThroughputResult rehearsal = new ThroughputRun(home, settings, progress).run(workspace);
       if (!sound(rehearsal)) {
@@ -198,6 +203,9 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
     }
     if (steadyPods != null && steadyPods < 0) {
       throw new CommandLine.ParameterException(spec.commandLine(), "--steady-pods " + steadyPods + " must not be negative");
+    }
+    if (schedulerJava != null && !Files.isExecutable(schedulerJava)) {
+      throw new CommandLine.ParameterException(spec.commandLine(), "--scheduler-java " + schedulerJava + " is not an executable file");
     }
     if (rehearsalPods < 0) {
       throw new CommandLine.ParameterException(spec.commandLine(), "--rehearsal-pods " + rehearsalPods + " must not be negative");

@@ -57,6 +57,7 @@ final class ThroughputReport {
     putOrNull(o, "inSchedulerFilterP99Ms", finite(r.inSchedulerFilterP99Ms()));
     o.put("setupSeconds", r.setupSeconds());
     o.put("standInsPodsBefore", r.standInsPodsBefore());
+    o.put("schedulerJavaVersion", r.schedulerJavaVersion());
     ArrayNode load = o.putArray("loadAverage");
     r.loadAverage().forEach(load::add);
     // The steady state: null figures (and why) when the cluster could not hold a second burst.

@@ -37,6 +37,7 @@ import java.util.Optional;
  * @param steadySkipped why there is no steady-state burst when one was asked for, else empty
  * @param standInsPodsBefore pods the stand-ins' JVM ran before this run (the rehearsal, earlier sizes): 0
  *     when they met the run's first pods cold, as no API server and kubelets of a real cluster do
+ * @param schedulerJavaVersion the version of the Java the scheduler ran on, or empty when unknown
  */
 record ThroughputResult(
     int nodes,
@@ -65,7 +66,8 @@ record ThroughputResult(
     double inSchedulerFilterP99Ms,
     Optional<Steady> steady,
     String steadySkipped,
-    int standInsPodsBefore) {
+    int standInsPodsBefore,
+    String schedulerJavaVersion) {
 
   /**
    * A burst measured after a warm-up of at least as many pods (a scheduler that has been running for a

@@ -75,6 +75,7 @@ final class ThroughputRun {
    * @param schedulerArgs flags for the scheduler after those of the chart
    * @param profile where to write a Flight Recorder recording of the scheduler during the measured burst, if anywhere
    * @param standInsPodsBefore pods this JVM's stand-ins ran before this run (a rehearsal, earlier sizes): reported
+   * @param schedulerJava the java program the scheduler runs on, if not this JVM's
    */
   record Settings(
       int nodes,
@@ -90,7 +91,8 @@ final class ThroughputRun {
       List<String> schedulerJavaOptions,
       List<String> schedulerArgs,
       Optional<Path> profile,
-      int standInsPodsBefore) {}
+      int standInsPodsBefore,
+      Optional<Path> schedulerJava) {}
 
   private final LabHome home;
   private final Settings settings;
@@ -158,7 +160,9 @@ final class ThroughputRun {
       client.admissionRegistration().v1().mutatingWebhookConfigurations()
           .resource(PodJson.mapper().treeToValue(deployment.webhookConfiguration(), MutatingWebhookConfiguration.class)).create();
       launch.runCertificates(kubeconfig, workspace.file("logs/certificates.log"));
-      JavaCommand.Launch command = new JavaCommand(Optional.of(home.root().resolve("target/lab-cds"))).command("info", settings.schedulerJavaOptions(), concat(launch.args(), settings.schedulerArgs()));
+      Optional<Path> archives = Optional.of(home.root().resolve("target/lab-cds"));
+      JavaCommand java = settings.schedulerJava().map(j -> JavaCommand.on(j.toString(), archives)).orElseGet(() -> new JavaCommand(archives));
+      JavaCommand.Launch command = java.command("info", settings.schedulerJavaOptions(), concat(launch.args(), settings.schedulerArgs()));
       ComponentProcess scheduler = new ComponentProcess("scheduler", command.command(), launch.env(), workspace.file("logs/scheduler.log"));
       Thread killer = new Thread(scheduler::kill, "throughput-bench-cleanup");
       Runtime.getRuntime().addShutdownHook(killer);
@@ -232,7 +236,8 @@ final class ThroughputRun {
               measured.inSchedulerFilterP99Ms(),
               steadyMeasure.map(m -> ThroughputResult.Steady.of(m, warmup.size() + burst.size(), steadyAudit)),
               steadySkipped,
-              settings.standInsPodsBefore());
+              settings.standInsPodsBefore(),
+              java.javaVersion().orElse(""));
         }
       } finally {
         scheduler.stop();

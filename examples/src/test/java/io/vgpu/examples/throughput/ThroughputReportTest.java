@@ -14,7 +14,7 @@ class ThroughputReportTest {
   private static final PlacementAudit CLEAN = new PlacementAudit(200, List.of(), 0, List.of(), 0);
 
   private static ThroughputResult result(Optional<ThroughputResult.Steady> steady, String skipped) {
-    return new ThroughputResult(10, 200, 0, 16, 20.6, 9.7, 82.6, 41.3, 120.1, 30, 60, 40, 80, 50, 300, 900, CLEAN, 200, Map.of(), 0, 3.5, List.of(0.5, 1.5), 2.5, 10, steady, skipped, 210);
+    return new ThroughputResult(10, 200, 0, 16, 20.6, 9.7, 82.6, 41.3, 120.1, 30, 60, 40, 80, 50, 300, 900, CLEAN, 200, Map.of(), 0, 3.5, List.of(0.5, 1.5), 2.5, 10, steady, skipped, 210, "25.0.3");
   }
 
   @Test
@@ -27,6 +27,7 @@ class ThroughputReportTest {
     assertThat(o.path("schedulerJitCpuMsPerPod").asDouble()).isEqualTo(41.3);
     assertThat(o.path("standInCpuMsPerPod").asDouble()).isEqualTo(120.1);
     assertThat(o.path("standInsPodsBefore").asInt()).isEqualTo(210);
+    assertThat(o.path("schedulerJavaVersion").asString()).isEqualTo("25.0.3");
     assertThat(ThroughputReport.text(List.of(result(Optional.empty(), why)))).contains("stand-ins' CPU 120.10 ms per pod (they ran 210 pods before)");
     assertThat(o.path("steadyPods").asInt()).isZero();
     assertThat(o.get("schedulerCpuMsPerPodSteady").isNull()).isTrue();

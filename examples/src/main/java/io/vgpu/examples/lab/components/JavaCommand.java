@@ -2,6 +2,7 @@ package io.vgpu.examples.lab.components;
 
 import java.io.File;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -38,6 +39,36 @@ public final class JavaCommand {
    */
   public JavaCommand(Optional<Path> archiveDirectory) {
     this(ProcessHandle.current().info().command().orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString()), System.getProperty("java.class.path"), archiveDirectory);
+  }
+
+  /**
+   * A command builder like {@link #JavaCommand(Optional)} whose processes run on another Java: {@code
+   * java}, the path of its {@code java} program.
+   */
+  public static JavaCommand on(String java, Optional<Path> archiveDirectory) {
+    return new JavaCommand(java, System.getProperty("java.class.path"), archiveDirectory);
+  }
+
+  /** The version of the Java the processes run on (its {@code release} file's {@code JAVA_VERSION}), or empty when unknown. */
+  public Optional<String> javaVersion() {
+    try {
+      Path bin = Path.of(java).toRealPath().getParent();
+      Path home = bin == null ? null : bin.getParent();
+      if (home == null) {
+        return Optional.empty();
+      }
+      return releaseVersion(home.resolve("release"));
+    } catch (IOException e) {
+      return Optional.empty();
+    }
+  }
+
+  private static Optional<String> releaseVersion(Path release) {
+    try (Stream<String> lines = Files.lines(release)) {
+      return lines.filter(l -> l.startsWith("JAVA_VERSION=")).map(l -> l.substring("JAVA_VERSION=".length()).replace("\"", "")).findFirst();
+    } catch (IOException | UncheckedIOException e) {
+      return Optional.empty();
+    }
   }
 
   /** A command builder for {@code java} and {@code classPath} (class directories replaced by their jars where up to date). */

@@ -42,4 +42,14 @@ class JavaCommandTest {
       assertThat(launch.writing()).as(own).isEmpty();
     }
   }
+
+  @Test
+  void theJavaVersionIsTheOneItsReleaseFileNames() throws Exception {
+    Path bin = Files.createDirectories(temp.resolve("jdk/bin"));
+    Path java = Files.write(bin.resolve("java"), new byte[0]);
+    Files.writeString(temp.resolve("jdk/release"), "IMPLEMENTOR=\"Eclipse Adoptium\"\nJAVA_VERSION=\"25.0.3\"\n");
+    assertThat(JavaCommand.on(java.toString(), Optional.empty()).javaVersion()).contains("25.0.3");
+    assertThat(JavaCommand.on(temp.resolve("nowhere/bin/java").toString(), Optional.empty()).javaVersion()).isEmpty();
+    assertThat(new JavaCommand(Optional.empty()).javaVersion()).as("this JVM's").contains(System.getProperty("java.version"));
+  }
 }
