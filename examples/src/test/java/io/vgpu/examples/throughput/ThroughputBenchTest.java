@@ -64,30 +64,25 @@ class ThroughputBenchTest {
     assertThat(report.path("standInsPodsBefore").asInt()).isEqualTo(20);
   }
 
-  @Test
-  void aNegativeRehearsalIsRefused() {
+  /** What the command printed to its error stream when it refused {@code args} (exit code 2), starting with "vgpu: ". */
+  private static String refusal(String... args) {
     StringWriter out = new StringWriter();
     StringWriter err = new StringWriter();
-    int code = Vgpu.run(new String[] {"throughput-bench", "--nodes", "20", "--rehearsal-pods", "-1"}, new PrintWriter(out, true), new PrintWriter(err, true));
-    assertThat(code).isEqualTo(2);
-    assertThat(err.toString()).startsWith("vgpu: --rehearsal-pods -1 must not be negative");
+    int code = Vgpu.run(args, new PrintWriter(out, true), new PrintWriter(err, true));
+    assertThat(code).as("exit code of %s", String.join(" ", args)).isEqualTo(2);
+    return err.toString();
   }
 
   @Test
   void aSteadyBurstLargerThanWhatWentBeforeItIsRefusedNamingTheOptions() {
-    StringWriter out = new StringWriter();
-    StringWriter err = new StringWriter();
-    int code = Vgpu.run(new String[] {"throughput-bench", "--nodes", "20", "--pods", "50", "--warmup", "5", "--steady-pods", "56"}, new PrintWriter(out, true), new PrintWriter(err, true));
-    assertThat(code).isEqualTo(2);
-    assertThat(err.toString()).startsWith("vgpu: --steady-pods 56 is more than the 55 pods before it (--warmup 5 and --pods 50): its warm-up must be at least as large");
+    assertThat(refusal("throughput-bench", "--nodes", "20", "--pods", "50", "--warmup", "5", "--steady-pods", "56"))
+        .startsWith("vgpu: --steady-pods 56 is more than the 55 pods before it (--warmup 5 and --pods 50): its warm-up must be at least as large");
   }
 
   @Test
-  void aNiceValueOutsideTheKernelsRangeIsRefused() {
-    StringWriter out = new StringWriter();
-    StringWriter err = new StringWriter();
-    int code = Vgpu.run(new String[] {"throughput-bench", "--nodes", "20", "--stand-ins-nice", "20"}, new PrintWriter(out, true), new PrintWriter(err, true));
-    assertThat(code).isEqualTo(2);
-    assertThat(err.toString()).startsWith("vgpu: --stand-ins-nice 20 must be from 0 to 19");
+  void optionsOutOfRangeAreRefusedNamingTheValue() {
+    assertThat(refusal("throughput-bench", "--nodes", "20", "--stand-ins-nice", "20")).startsWith("vgpu: --stand-ins-nice 20 must be from 0 to 19");
+    assertThat(refusal("throughput-bench", "--nodes", "20", "--rehearsal-pods", "-1")).startsWith("vgpu: --rehearsal-pods -1 must not be negative");
+    assertThat(refusal("throughput-bench", "--nodes", "20", "--scheduler-java", "/nowhere/bin/java")).startsWith("vgpu: --scheduler-java /nowhere/bin/java is not an executable file");
   }
 }

@@ -61,15 +61,8 @@ final class DecisionWrites {
       if (meta == null || podUid.isEmpty() || !podUid.equals(meta.getUid())) {
         return Optional.empty();
       }
-      ObjectMeta out = new ObjectMeta();
-      out.setName(meta.getName());
-      out.setNamespace(meta.getNamespace());
-      out.setUid(meta.getUid());
-      out.setResourceVersion(meta.getResourceVersion());
-      out.setCreationTimestamp(meta.getCreationTimestamp());
-      out.setDeletionTimestamp(meta.getDeletionTimestamp());
-      out.setOwnerReferences(meta.getOwnerReferences());
-      Map<String, String> annotated = meta.getAnnotations() == null ? new LinkedHashMap<>() : new LinkedHashMap<>(meta.getAnnotations());
+      ObjectMeta out = LeanStore.copyOf(meta);
+      Map<String, String> annotated = out.getAnnotations() == null ? new LinkedHashMap<>() : out.getAnnotations();
       annotations.forEach((key, value) -> {
         if (value == null) {
           annotated.remove(key);
@@ -78,7 +71,7 @@ final class DecisionWrites {
         }
       });
       out.setAnnotations(annotated);
-      Map<String, String> labelled = meta.getLabels() == null ? new LinkedHashMap<>() : new LinkedHashMap<>(meta.getLabels());
+      Map<String, String> labelled = out.getLabels() == null ? new LinkedHashMap<>() : out.getLabels();
       labelled.putAll(labels);
       out.setLabels(labelled);
       Pod copy = new Pod();

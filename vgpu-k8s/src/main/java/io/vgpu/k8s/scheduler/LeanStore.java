@@ -332,6 +332,11 @@ final class LeanStore<T extends HasMetadata> implements ItemStore<T> {
     return out;
   }
 
+  /** A copy of {@code meta} as a node's is kept: every annotation and label, in maps of its own. */
+  static ObjectMeta copyOf(ObjectMeta meta) {
+    return Objects.requireNonNull(meta(meta, null));
+  }
+
   /** The metadata kept: a pod's kept annotations ({@code oversize} given), or a node's every annotation and label. */
   private static @Nullable ObjectMeta meta(@Nullable ObjectMeta meta, @Nullable Oversize oversize) {
     if (meta == null) {
