@@ -121,6 +121,11 @@ public final class Extender {
   /** One gang decided at a time: a gang's members are counted and reserved together. */
   private final Object gangLock = new Object();
   private final NodeLockWaiters lockWaiters = new NodeLockWaiters();
+  /**
+   * What a bind that waited too long for the filter's write reports; one value, only its message read,
+   * not made anew (with a stack trace) for every bind that waits.
+   */
+  private static final Throwable DECISION_WRITE_TIMED_OUT = new TimeoutException("not answered within the bind's time");
   /** The filter's decision writes still under way, which binds wait for. */
   private final DecisionWrites decisions = new DecisionWrites();
   /** The candidate list of the last filter call, resolved. */
@@ -767,7 +772,7 @@ public final class Extender {
       long wait = Math.max(0, waitUntil - System.nanoTime());
       result = decision
           .handle((ok, failure) -> failure)
-          .completeOnTimeout(new TimeoutException("not answered within the bind's time"), wait, TimeUnit.NANOSECONDS)
+          .completeOnTimeout(DECISION_WRITE_TIMED_OUT, wait, TimeUnit.NANOSECONDS)
           .thenComposeAsync(
               failure -> failure == null
                   ? bindNow(args, waitUntil, abandoned)

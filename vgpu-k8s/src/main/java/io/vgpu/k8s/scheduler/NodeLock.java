@@ -66,7 +66,9 @@ public final class NodeLock {
     private static final long serialVersionUID = 1L;
 
     ContentionException(String message) {
-      super(message);
+      // A busy node is the usual case in a burst, not a fault: its message is what a bind reports, and a
+      // stack trace (a walk of every frame, per attempt) would say nothing.
+      super(message, null, false, false);
     }
   }
 

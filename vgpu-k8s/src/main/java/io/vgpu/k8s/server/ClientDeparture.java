@@ -49,9 +49,23 @@ final class ClientDeparture {
     watching = false;
     if (interested && endPoint instanceof AbstractEndPoint e) {
       // Withdrawn, so that the connection can take up reading its next request itself.
-      e.getFillInterest().onFail(new CancellationException("the answer is ready"));
+      e.getFillInterest().onFail(new AnswerReady());
     }
     interested = false;
+  }
+
+  /** Withdraws the watch's read interest: sent once per request, so without a stack trace, which says nothing here. */
+  private static final class AnswerReady extends CancellationException {
+    private static final long serialVersionUID = 1L;
+
+    AnswerReady() {
+      super("the answer is ready");
+    }
+
+    @Override
+    public synchronized Throwable fillInStackTrace() {
+      return this;
+    }
   }
 
   /** Whether the client sent bytes before its answer: the connection must close after it. */

@@ -53,7 +53,9 @@ class NodeLockTest {
     locks.acquire("n1", A);
     assertThatThrownBy(() -> locks.acquire("n1", B))
         .isInstanceOf(NodeLock.ContentionException.class)
-        .hasMessage("node n1 has been locked within 5m0s: node lock contention");
+        .hasMessage("node n1 has been locked within 5m0s: node lock contention")
+        // A busy node is routine in a burst: the refusal carries its message and no stack trace.
+        .satisfies(e -> assertThat(e.getStackTrace()).isEmpty());
     assertThat(locks.release("n1", B, false)).isFalse();
     assertThat(locks.release("n1", A, false)).isTrue();
     assertThat(client.nodes().withName("n1").get().getMetadata().getAnnotations()).doesNotContainKey(NodeLock.ANNOTATION);
