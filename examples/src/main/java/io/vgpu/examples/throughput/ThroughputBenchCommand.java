@@ -66,11 +66,15 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
           + " they run on other machines (default ${DEFAULT-VALUE}: equal priority).")
   int standInsNice;
 
-  @Option(names = "--rehearsal-pods", paramLabel = "R", defaultValue = "200",
+  @Option(names = "--rehearsal-pods", paramLabel = "R",
       description = "Before the first measured run, R pods through the stand-ins on a small cluster of their own with a scheduler of its own,"
           + " not measured: the stand-ins (this JVM) have then compiled their part, as an API server and kubelets that have been running"
-          + " have; the measured scheduler starts cold all the same. 0: none (default ${DEFAULT-VALUE}).")
-  int rehearsalPods;
+          + " have; the measured scheduler starts cold all the same. 0: none (default: " + STAND_INS_WARM + " when the first size's warm-up"
+          + " is smaller, else none).")
+  @Nullable Integer rehearsalPods;
+
+  /** Pods the stand-ins should have run before a measured burst: the default warm-up's. */
+  private static final int STAND_INS_WARM = 200;
 
   @Option(names = "--seed", defaultValue = "42", description = "Seed of the pods' GPU shares (default ${DEFAULT-VALUE}).")
   long seed;
@@ -119,7 +123,9 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
     PrintWriter progress = new PrintWriter(System.err, true, StandardCharsets.UTF_8);
     LabHome home = LabHome.locate();
     List<ThroughputResult> results = new ArrayList<>();
-    int standInsPodsBefore = rehearsalPods > 0 ? rehearse(home, progress) : 0;
+    int firstWarmup = warmup != null ? warmup : Math.min(STAND_INS_WARM, nodes.get(0));
+    int rehearsal = rehearsal(rehearsalPods, firstWarmup);
+    int standInsPodsBefore = rehearsal > 0 ? rehearse(home, progress, rehearsal) : 0;
     for (int n : nodes) {
       int w = warmup != null ? warmup : Math.min(200, n);
       int steady = steadyPods != null ? steadyPods : pods;
@@ -154,12 +160,19 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
   /** Cards a rehearsal node holds pods on: 8 cards, and shares about 2.5 pods a card deep. */
   private static final int REHEARSAL_PODS_PER_NODE = 20;
 
+  /** The pods to rehearse: those asked for, else enough for a first warm-up shorter than the default's. */
+  static int rehearsal(@Nullable Integer asked, int firstWarmup) {
+    return asked != null ? asked : firstWarmup < STAND_INS_WARM ? STAND_INS_WARM : 0;
+  }
+
   /**
-   * The rehearsal: {@link #rehearsalPods} pods through the stand-ins and a scheduler of its own on a
+   * The rehearsal: {@code rehearsalPods} pods through the stand-ins and a scheduler of its own on a
    * cluster just large enough, unmeasured and thrown away. Returns the pods it ran (the stand-ins'
-   * warm-up, reported with each result).
+   * warm-up, reported with each result). Only where the measured run's own warm-up is short: at 5,000
+   * nodes the stand-ins measured worse after a rehearsal on a small cluster than after none (their
+   * compiled code is shaped by what it ran first), and the run's 200-pod warm-up warms them there.
    */
-  private int rehearse(LabHome home, PrintWriter progress) {
+  private int rehearse(LabHome home, PrintWriter progress, int rehearsalPods) {
     int n = Math.max(10, (rehearsalPods + REHEARSAL_PODS_PER_NODE - 1) / REHEARSAL_PODS_PER_NODE);
     int w = Math.min(200, n);
     progress.printf(Locale.ROOT, "throughput-bench: rehearsal: %d pods onto %d nodes through the stand-ins, not measured%n", rehearsalPods, n);
@@ -207,7 +220,7 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
     if (schedulerJava != null && !Files.isExecutable(schedulerJava)) {
       throw new CommandLine.ParameterException(spec.commandLine(), "--scheduler-java " + schedulerJava + " is not an executable file");
     }
-    if (rehearsalPods < 0) {
+    if (rehearsalPods != null && rehearsalPods < 0) {
       throw new CommandLine.ParameterException(spec.commandLine(), "--rehearsal-pods " + rehearsalPods + " must not be negative");
     }
     if (warmup != null && warmup < 0) {

@@ -80,6 +80,14 @@ class ThroughputBenchTest {
   }
 
   @Test
+  void theStandInsAreRehearsedByDefaultOnlyWhereTheFirstWarmUpIsShort() {
+    assertThat(ThroughputBenchCommand.rehearsal(null, 10)).as("10 nodes: a warm-up of 10 pods").isEqualTo(200);
+    assertThat(ThroughputBenchCommand.rehearsal(null, 200)).as("5,000 nodes: the 200-pod warm-up warms them").isZero();
+    assertThat(ThroughputBenchCommand.rehearsal(0, 10)).isZero();
+    assertThat(ThroughputBenchCommand.rehearsal(50, 200)).isEqualTo(50);
+  }
+
+  @Test
   void optionsOutOfRangeAreRefusedNamingTheValue() {
     assertThat(refusal("throughput-bench", "--nodes", "20", "--stand-ins-nice", "20")).startsWith("vgpu: --stand-ins-nice 20 must be from 0 to 19");
     assertThat(refusal("throughput-bench", "--nodes", "20", "--rehearsal-pods", "-1")).startsWith("vgpu: --rehearsal-pods -1 must not be negative");
