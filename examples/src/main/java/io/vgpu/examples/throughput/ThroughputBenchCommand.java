@@ -69,12 +69,12 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
   @Option(names = "--rehearsal-pods", paramLabel = "R",
       description = "Before the first measured run, R pods through the stand-ins on a small cluster of their own with a scheduler of its own,"
           + " not measured: the stand-ins (this JVM) have then compiled their part, as an API server and kubelets that have been running"
-          + " have; the measured scheduler starts cold all the same. 0: none (default: " + STAND_INS_WARM + " when the first size's warm-up"
+          + " have; the measured scheduler starts cold all the same. 0: none (default: " + DEFAULT_WARMUP + " when the first size's warm-up"
           + " is smaller, else none).")
   @Nullable Integer rehearsalPods;
 
-  /** Pods the stand-ins should have run before a measured burst: the default warm-up's. */
-  private static final int STAND_INS_WARM = 200;
+  /** The warm-up's pods when not given (at most one per node), and what the stand-ins should have run before a measured burst. */
+  private static final int DEFAULT_WARMUP = 200;
 
   @Option(names = "--seed", defaultValue = "42", description = "Seed of the pods' GPU shares (default ${DEFAULT-VALUE}).")
   long seed;
@@ -123,11 +123,10 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
     PrintWriter progress = new PrintWriter(System.err, true, StandardCharsets.UTF_8);
     LabHome home = LabHome.locate();
     List<ThroughputResult> results = new ArrayList<>();
-    int firstWarmup = warmup != null ? warmup : Math.min(STAND_INS_WARM, nodes.get(0));
-    int rehearsal = rehearsal(rehearsalPods, firstWarmup);
+    int rehearsal = rehearsal(rehearsalPods, warmupFor(nodes.get(0)));
     int standInsPodsBefore = rehearsal > 0 ? rehearse(home, progress, rehearsal) : 0;
     for (int n : nodes) {
-      int w = warmup != null ? warmup : Math.min(200, n);
+      int w = warmupFor(n);
       int steady = steadyPods != null ? steadyPods : pods;
       if (steady > w + pods) {
         throw new CommandLine.ParameterException(spec.commandLine(),
@@ -162,7 +161,12 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
 
   /** The pods to rehearse: those asked for, else enough for a first warm-up shorter than the default's. */
   static int rehearsal(@Nullable Integer asked, int firstWarmup) {
-    return asked != null ? asked : firstWarmup < STAND_INS_WARM ? STAND_INS_WARM : 0;
+    return asked != null ? asked : firstWarmup < DEFAULT_WARMUP ? DEFAULT_WARMUP : 0;
+  }
+
+  /** The warm-up's pods for a cluster of {@code nodes}: {@code --warmup}, else the default, at most one per node. */
+  private int warmupFor(int nodes) {
+    return warmup != null ? warmup : Math.min(DEFAULT_WARMUP, nodes);
   }
 
   /**
@@ -174,7 +178,7 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
    */
   private int rehearse(LabHome home, PrintWriter progress, int rehearsalPods) {
     int n = Math.max(10, (rehearsalPods + REHEARSAL_PODS_PER_NODE - 1) / REHEARSAL_PODS_PER_NODE);
-    int w = Math.min(200, n);
+    int w = Math.min(DEFAULT_WARMUP, n);
     progress.printf(Locale.ROOT, "throughput-bench: rehearsal: %d pods onto %d nodes through the stand-ins, not measured%n", rehearsalPods, n);
     ThroughputRun.Settings settings =
         new ThroughputRun.Settings(n, rehearsalPods, 0, w, 0, bindsInFlight, kubeletThreads, 0, seed, timeout, javaOptions(home), schedulerArgs(), Optional.empty(), 0, Optional.ofNullable(schedulerJava));

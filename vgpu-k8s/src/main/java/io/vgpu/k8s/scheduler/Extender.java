@@ -763,7 +763,8 @@ public final class Extender {
     long start = System.nanoTime();
     // The wait leaves the writes a moment of the timeout: the whole bind ends within it.
     long waitUntil = start + lockRetryTimeout.toNanos() - Math.min(WRITE_ALLOWANCE.toNanos(), lockRetryTimeout.toNanos() / 4);
-    CompletableFuture<Void> decision = args.podName() == null || args.podNamespace() == null ? CompletableFuture.completedFuture(null) : decisions.pending(new PodRef(args.podNamespace(), args.podName()));
+    @Nullable PodRef pod = args.podName() == null || args.podNamespace() == null ? null : new PodRef(args.podNamespace(), args.podName());
+    CompletableFuture<Void> decision = pod == null ? CompletableFuture.completedFuture(null) : decisions.pending(pod);
     CompletableFuture<ExtenderBindingResult> result;
     if (decision.isDone() && !decision.isCompletedExceptionally()) {
       result = bindNow(args, waitUntil, abandoned);
@@ -780,8 +781,8 @@ public final class Extender {
               binds);
     }
     return result.whenComplete((r, e) -> {
-      if (args.podName() != null && args.podNamespace() != null) {
-        decisions.forget(new PodRef(args.podNamespace(), args.podName()));
+      if (pod != null) {
+        decisions.forget(pod);
       }
       boolean ok = e == null && r.error().isEmpty();
       if (e == null && !ok) {
