@@ -105,7 +105,7 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
   @Option(names = "--plot", paramLabel = "FILE", description = "Also write an SVG of pods per second against node count.")
   @Nullable Path plot;
 
-  @Option(names = "--keep", paramLabel = "DIR", description = "Keep the scheduler's log, its configuration and the certificates in DIR.")
+  @Option(names = "--keep", paramLabel = "DIR", description = "Keep the scheduler's log, its configuration and the certificates in DIR (in DIR/N-nodes and DIR/rehearsal where there are several runs).")
   @Nullable Path keep;
 
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
@@ -135,7 +135,7 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
       ThroughputRun.Settings settings =
           new ThroughputRun.Settings(n, pods, running, w, steady, bindsInFlight, kubeletThreads, standInsNice, seed, timeout, javaOptions(home), schedulerArgs(),
               Optional.ofNullable(profile), standInsPodsBefore, Optional.ofNullable(schedulerJava));
-      try (LabWorkspace workspace = keep == null ? LabWorkspace.temporary() : LabWorkspace.kept(nodes.size() == 1 ? keep : keep.resolve(n + "-nodes"))) {
+      try (LabWorkspace workspace = keep == null ? LabWorkspace.temporary() : LabWorkspace.kept(nodes.size() == 1 && rehearsal == 0 ? keep : keep.resolve(n + "-nodes"))) {
         results.add(new ThroughputRun(home, settings, progress).run(workspace));
       }
       standInsPodsBefore += w + pods + steady;

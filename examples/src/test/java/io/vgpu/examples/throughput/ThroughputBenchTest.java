@@ -26,8 +26,9 @@ class ThroughputBenchTest {
     StringWriter out = new StringWriter();
     StringWriter err = new StringWriter();
     Path plot = temp.resolve("plot.svg");
+    Path kept = temp.resolve("kept");
     int code = Vgpu.run(
-        new String[] {"throughput-bench", "--nodes", "20", "--pods", "50", "--warmup", "5", "--rehearsal-pods", "10", "--output", "json", "--plot", plot.toString()},
+        new String[] {"throughput-bench", "--nodes", "20", "--pods", "50", "--warmup", "5", "--rehearsal-pods", "10", "--output", "json", "--plot", plot.toString(), "--keep", kept.toString()},
         new PrintWriter(out, true),
         new PrintWriter(err, true));
     assertThat(code).as("exit code; stderr: %s; stdout: %s", err, out).isZero();
@@ -62,6 +63,9 @@ class ThroughputBenchTest {
     assertThat(Files.readString(plot)).startsWith("<svg").contains("20");
     // The rehearsal ran before: its 10 pods onto 10 nodes, after a warm-up of one pod per node.
     assertThat(report.path("standInsPodsBefore").asInt()).isEqualTo(20);
+    // --keep with a rehearsal: each run's scheduler log in a directory of its own.
+    assertThat(kept.resolve("rehearsal/logs/scheduler.log")).isNotEmptyFile();
+    assertThat(kept.resolve("20-nodes/logs/scheduler.log")).isNotEmptyFile();
   }
 
   /** What the command printed to its error stream when it refused {@code args} (exit code 2), starting with "vgpu: ". */
