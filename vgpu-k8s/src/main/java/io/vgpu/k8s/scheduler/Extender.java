@@ -620,7 +620,7 @@ public final class Extender {
     return decisions.pending(ref);
   }
 
-  private static Map<String, String> failedNodes(List<NodeRejection> rejections) {
+  static Map<String, String> failedNodes(List<NodeRejection> rejections) {
     Map<String, String> failed = new LinkedHashMap<>(rejections.size() * 4 / 3 + 1);
     ReasonCodec.Renderer reasons = new ReasonCodec.Renderer();
     for (NodeRejection r : rejections) {

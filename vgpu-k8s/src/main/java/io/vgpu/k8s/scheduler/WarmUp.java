@@ -46,10 +46,12 @@ import tools.jackson.databind.node.ObjectNode;
  * compiled it when the first pods arrive: a cold JVM spends about half of its CPU in a first burst
  * compiling, and interprets the rest meanwhile.
  *
- * <p>Each round reads a filter request as kube-scheduler sends it (with the reader the extender uses),
- * parses and compiles the pod's request, filters, reserves and releases on a private engine of a few
- * nodes, writes the decision patch and the answer, reads a bind request, writes the Binding, and decodes
- * a pod and a node watch event as the informers do. Nothing of the scheduler's state is touched: the
+ * <p>Each round decodes a pod's watch events at each stage an informer sees it in, reads a filter
+ * request as kube-scheduler sends it (with the reader the extender uses), parses and compiles the pod's
+ * request, filters, reserves and releases on a private engine of a few nodes, writes the decision patch
+ * and the answer (or, one round in ten, the refusal), reads a bind request, writes the Binding, and
+ * decodes a node's watch event. The pods and nodes are shaped as an API server sends them ({@link
+ * WarmUpObjects} says why that matters). Nothing of the scheduler's state is touched: the
  * engine, the readers and the ledger-shaped decoder are this object's own. With a client, one round in
  * ten also reads {@code /version} from the API server through the client's HTTP client, the one the
  * scheduler's writes use: a read that any client may make and that changes nothing.
@@ -61,13 +63,16 @@ final class WarmUp {
   private static final long CARD_MEMORY_MIB = 81_920;
   private static final int ROUNDS_PER_API_READ = 10;
   private static final Duration API_READ_TIMEOUT = Duration.ofSeconds(5);
+  private static final int ROUNDS_PER_REFUSAL = 10;
+  private static final List<WarmUpObjects.Stage> LATER_STAGES = List.of(WarmUpObjects.Stage.BOUND, WarmUpObjects.Stage.RUNNING);
+  private static final List<WarmUpObjects.Stage> LATER_STAGES_TO_DELETION = List.of(WarmUpObjects.Stage.BOUND, WarmUpObjects.Stage.RUNNING, WarmUpObjects.Stage.DELETING);
 
   /**
    * What a warm-up did.
    *
    * @param rounds rounds run through the request path
-   * @param placed rounds whose pod was placed, reserved, bound and given back (every one, unless the
-   *     device configuration leaves made-up A100s unusable)
+   * @param placed rounds whose pod was placed, reserved, bound and given back (all but the refused one
+   *     in ten, unless the device configuration leaves made-up A100s unusable)
    * @param apiReads reads of {@code /version} answered (any status)
    * @param took how long it ran
    */
@@ -79,6 +84,7 @@ final class WarmUp {
   private final PodRequestParser requests;
   private final ExtenderArgsReader filterArgs;
   private final KubernetesSerialization watchEvents;
+  private final WarmUpObjects objects;
   private final List<String> nodeNames = new ArrayList<>();
   private final List<String> nodeEvents = new ArrayList<>();
   private final @Nullable KubernetesClient client;
@@ -96,6 +102,7 @@ final class WarmUp {
     this.engine = Engine.builder().config(config.engineConfig()).build();
     this.requests = new PodRequestParser(schema);
     this.filterArgs = new ExtenderArgsReader(json);
+    this.objects = new WarmUpObjects(json, schema);
     this.watchEvents = LeanDecoding.serialization(LeanReader.forCache(LeanStore.podResources(schema), (key, annotation, length) -> {}));
     DeviceRegistrar registrar = new DeviceRegistrar(schema.vendor());
     for (int n = 0; n < NODES; n++) {
@@ -108,7 +115,7 @@ final class WarmUp {
       List<SchedulableDevice> registered = registrar.register(cards, config.sharing());
       engine.upsertNode(new NodeDevices(name, registered, Set.of()));
       nodeNames.add(name);
-      nodeEvents.add(nodeEvent(name, NodeRegisterCodec.encode(registered), n));
+      nodeEvents.add(objects.nodeEvent(name, NodeRegisterCodec.encode(registered), n, CARDS_PER_NODE));
     }
   }
 
@@ -136,14 +143,17 @@ final class WarmUp {
   }
 
   /**
-   * One pod through filter, bind and the informers' decoding; its reservation is given back.
+   * One pod through the informers' decoding at each of its stages, the filter and the bind; its
+   * reservation is given back. One round in {@value #ROUNDS_PER_REFUSAL} asks for more memory than a
+   * card holds, so that the filter's refusal (its failed nodes and their reasons) is warmed as well.
    *
    * @return whether the pod was placed
    */
   private boolean round(int i) {
-    String name = "warm-up-" + i;
     String uid = String.format(Locale.ROOT, "00000000-0000-4000-8000-%012x", i);
-    ObjectNode pod = pod(name, uid, 1 + i % 2, 1024L * (1 + i % 16), 5 * (i % 11));
+    boolean refused = i % ROUNDS_PER_REFUSAL == ROUNDS_PER_REFUSAL - 1;
+    ObjectNode pod = objects.pod(i, uid, 1 + i % 2, refused ? 2 * CARD_MEMORY_MIB : 1024L * (1 + i % 16), 5 * (i % 11));
+    watchEvents.unmarshal(objects.event("ADDED", pod), WatchEvent.class);
     ExtenderArgs args = filterArgs.read(filterRequest(pod));
     if (args.pod() == null) {
       throw new IllegalStateException("the warm-up's filter request lost its pod");
@@ -159,23 +169,29 @@ final class WarmUp {
       Placement placement = result.placement().get();
       PodGrant grant = placement.grant();
       if (engine.reserve(placement).reserved()) {
+        String node = placement.node();
         String assigned = Long.toString(1_700_000_000L + i);
         Extender.decisionPatch(grant, assigned, null, uid);
         Map<String, String> annotations = Extender.annotations(grant, assigned, null, uid);
-        Extender.successMessage(nodeNames.size(), placement.node(), result.fitting(), result.fittingCount());
-        ExtenderBindingArgs bind = json.readValue(bindRequest(name, uid, placement.node()), ExtenderBindingArgs.class);
-        Extender.bindingJson(request.pod(), bind.podUid(), bind.node() == null ? placement.node() : bind.node(), Map.of(HamiAnnotations.BIND_PHASE, "allocating"));
+        Extender.successMessage(nodeNames.size(), node, result.fitting(), result.fittingCount());
+        objects.advance(pod, WarmUpObjects.Stage.DECIDED, node, annotations);
+        watchEvents.unmarshal(objects.event("MODIFIED", pod), WatchEvent.class);
+        ExtenderBindingArgs bind = json.readValue(bindRequest(args.pod().getMetadata().getName(), uid, node), ExtenderBindingArgs.class);
+        Extender.bindingJson(request.pod(), bind.podUid(), bind.node() == null ? node : bind.node(), Map.of(HamiAnnotations.BIND_PHASE, "allocating"));
         json.writeValueAsBytes(ExtenderBindingResult.OK);
-        ObjectNode bound = pod.deepCopy();
-        annotations.forEach(((ObjectNode) bound.get("metadata").get("annotations"))::put);
-        ((ObjectNode) bound.get("spec")).put("nodeName", placement.node());
-        watchEvents.unmarshal(watchEvent("MODIFIED", bound), WatchEvent.class);
+        for (WarmUpObjects.Stage stage : i % 4 == 0 ? LATER_STAGES_TO_DELETION : LATER_STAGES) {
+          objects.advance(pod, stage, node, Map.of());
+          watchEvents.unmarshal(objects.event("MODIFIED", pod), WatchEvent.class);
+        }
+        if (i % 4 == 0) {
+          watchEvents.unmarshal(objects.event("DELETED", pod), WatchEvent.class);
+        }
         engine.release(request.pod());
         placed = true;
       }
       answer = new ExtenderFilterResult(null, List.of(placement.node()), null, null, "");
     } else {
-      answer = new ExtenderFilterResult(null, null, Map.of(), null, "");
+      answer = new ExtenderFilterResult(null, null, Extender.failedNodes(result.rejections()), null, "");
     }
     json.writeValueAsBytes(answer);
     watchEvents.unmarshal(nodeEvents.get(i % nodeEvents.size()), WatchEvent.class);
@@ -203,35 +219,6 @@ final class WarmUp {
     }
   }
 
-  private ObjectNode pod(String name, String uid, int cards, long memoryMiB, int cores) {
-    ObjectNode pod = json.createObjectNode();
-    pod.put("apiVersion", "v1");
-    pod.put("kind", "Pod");
-    ObjectNode metadata = pod.putObject("metadata");
-    metadata.put("name", name);
-    metadata.put("namespace", "warm-up");
-    metadata.put("uid", uid);
-    metadata.put("resourceVersion", "1");
-    metadata.putObject("labels").put("app", "warm-up");
-    metadata.putObject("annotations");
-    ObjectNode spec = pod.putObject("spec");
-    spec.put("schedulerName", "hami-scheduler");
-    ObjectNode container = spec.putArray("containers").addObject();
-    container.put("name", "main");
-    container.put("image", "warm-up");
-    ObjectNode limits = container.putObject("resources").putObject("limits");
-    limits.put("cpu", "1");
-    limits.put(schema.countResource(), Integer.toString(cards));
-    if (!schema.memoryResource().isEmpty()) {
-      limits.put(schema.memoryResource(), Long.toString(memoryMiB));
-    }
-    if (!schema.coresResource().isEmpty() && cores > 0) {
-      limits.put(schema.coresResource(), Integer.toString(cores));
-    }
-    pod.putObject("status").put("phase", "Pending");
-    return pod;
-  }
-
   private byte[] filterRequest(ObjectNode pod) {
     ObjectNode args = json.createObjectNode();
     args.set("Pod", pod);
@@ -248,34 +235,5 @@ final class WarmUp {
     args.put("PodUID", uid);
     args.put("Node", node);
     return json.writeValueAsBytes(args);
-  }
-
-  private String watchEvent(String type, ObjectNode object) {
-    ObjectNode event = json.createObjectNode();
-    event.put("type", type);
-    event.set("object", object);
-    return json.writeValueAsString(event);
-  }
-
-  private String nodeEvent(String name, String register, int n) {
-    ObjectNode node = json.createObjectNode();
-    node.put("apiVersion", "v1");
-    node.put("kind", "Node");
-    ObjectNode metadata = node.putObject("metadata");
-    metadata.put("name", name);
-    metadata.put("resourceVersion", Integer.toString(n + 1));
-    metadata.putObject("labels").put("kubernetes.io/hostname", name);
-    ObjectNode annotations = metadata.putObject("annotations");
-    annotations.put(HamiAnnotations.NODE_REGISTER, register);
-    annotations.put(NodeHealth.HANDSHAKE, "Requesting_2026.01.01 00:00:00");
-    ObjectNode status = node.putObject("status");
-    for (String section : List.of("capacity", "allocatable")) {
-      ObjectNode resources = status.putObject(section);
-      resources.put("cpu", "96");
-      resources.put("memory", "1376Gi");
-      resources.put("pods", "110");
-      resources.put(schema.countResource(), Integer.toString(CARDS_PER_NODE * 10));
-    }
-    return watchEvent("MODIFIED", node);
   }
 }

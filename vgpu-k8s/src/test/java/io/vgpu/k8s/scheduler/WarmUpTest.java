@@ -27,8 +27,9 @@ class WarmUpTest {
     WarmUp.Outcome outcome = new WarmUp(DeviceConfig.DEFAULT, JSON, null).run(300, Duration.ofMinutes(1));
 
     // 300 pods of up to two cards on 16 nodes of 8: they fit only because each gives its cards back.
+    // One in ten asks for more memory than a card holds, and is refused.
     assertThat(outcome.rounds()).isEqualTo(300);
-    assertThat(outcome.placed()).isEqualTo(300);
+    assertThat(outcome.placed()).isEqualTo(270);
     assertThat(outcome.apiReads()).isZero();
   }
 
@@ -37,7 +38,7 @@ class WarmUpTest {
     WarmUp.Outcome outcome = new WarmUp(DeviceConfig.DEFAULT, JSON, null).run(Integer.MAX_VALUE, Duration.ofMillis(200));
 
     assertThat(outcome.rounds()).isPositive().isLessThan(Integer.MAX_VALUE);
-    assertThat(outcome.placed()).isEqualTo(outcome.rounds());
+    assertThat(outcome.placed()).isEqualTo(outcome.rounds() - outcome.rounds() / 10);
   }
 
   @Test
@@ -73,7 +74,7 @@ class WarmUpTest {
       WarmUp.Outcome outcome = new WarmUp(DeviceConfig.DEFAULT, JSON, client).run(50, Duration.ofMinutes(1));
 
       assertThat(outcome.rounds()).isEqualTo(50);
-      assertThat(outcome.placed()).isEqualTo(50);
+      assertThat(outcome.placed()).isEqualTo(45);
       assertThat(outcome.apiReads()).isZero();
     }
   }

@@ -1,0 +1,98 @@
+package io.vgpu.k8s.scheduler;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.fabric8.kubernetes.api.model.Node;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.WatchEvent;
+import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
+import io.vgpu.api.ResourceSchema;
+import io.vgpu.k8s.codec.HamiAnnotations;
+import io.vgpu.k8s.pod.PodJson;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+import tools.jackson.core.JsonParser;
+import tools.jackson.databind.DeserializationFeature;
+import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.node.ObjectNode;
+
+/**
+ * The warm-up's made-up objects are pods and nodes as fabric8's model reads them, and the lean readers
+ * read each stage of them as they read any pod: the same result as the full decode's lean copy.
+ */
+class WarmUpObjectsTest {
+  private static final JsonMapper JSON = PodJson.mapper().rebuild().disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES).build();
+  private static final Set<String> RESOURCES = LeanStore.podResources(ResourceSchema.nvidia());
+  private static final KubernetesSerialization FULL = new KubernetesSerialization();
+
+  private final WarmUpObjects objects = new WarmUpObjects(JSON, ResourceSchema.nvidia());
+  private final KubernetesSerialization lean = LeanDecoding.serialization(LeanReader.forCache(RESOURCES, (key, annotation, length) -> {}));
+
+  @Test
+  void eachStageOfEachKindOfPodIsReadLeanAsFromTheFullModel() {
+    Map<String, String> decision = Map.of(HamiAnnotations.ASSIGNED_NODE, "n1", HamiAnnotations.DEVICES_ALLOCATED, "GPU-0,NVIDIA,1024,5:;");
+    for (int i = 0; i < 4; i++) {
+      ObjectNode pod = objects.pod(i, "uid-" + i, 1, 1024, 5);
+      List<Pod> seen = new ArrayList<>();
+      seen.add(readBoth(objects.event("ADDED", pod)));
+      for (WarmUpObjects.Stage stage : List.of(WarmUpObjects.Stage.DECIDED, WarmUpObjects.Stage.BOUND, WarmUpObjects.Stage.RUNNING, WarmUpObjects.Stage.DELETING)) {
+        objects.advance(pod, stage, "n1", decision);
+        seen.add(readBoth(objects.event("MODIFIED", pod)));
+      }
+
+      assertThat(seen.get(0).getSpec().getNodeName()).isNull();
+      assertThat(seen.get(0).getStatus().getPhase()).isEqualTo("Pending");
+      assertThat(seen.get(1).getMetadata().getAnnotations()).containsEntry(HamiAnnotations.ASSIGNED_NODE, "n1").containsKey(HamiAnnotations.DEVICES_ALLOCATED);
+      assertThat(seen.get(2).getSpec().getNodeName()).isEqualTo("n1");
+      assertThat(seen.get(3).getStatus().getPhase()).isEqualTo("Running");
+      assertThat(seen.get(4).getMetadata().getDeletionTimestamp()).isNotNull();
+      // Each resource version is new, as an API server's would be.
+      assertThat(seen.stream().map(p -> p.getMetadata().getResourceVersion()).distinct()).hasSize(5);
+      if (i == 2) {
+        assertThat(seen.get(3).getStatus().getInitContainerStatuses()).singleElement()
+            .satisfies(s -> assertThat(s.getState().getTerminated().getExitCode()).isZero());
+      }
+    }
+  }
+
+  @Test
+  void theFilterReaderReadsThePendingPodsRequestAndItsSelectors() {
+    ObjectNode pod = objects.pod(3, "uid-3", 2, 4096, 30);
+    Pod read;
+    try (JsonParser p = JSON.createParser(JSON.writeValueAsBytes(pod))) {
+      p.nextToken();
+      read = LeanReader.forRequest().pod(p);
+    }
+
+    assertThat(read.getSpec().getContainers()).singleElement().satisfies(c -> {
+      assertThat(c.getResources().getLimits()).containsKeys("nvidia.com/gpu", "nvidia.com/gpumem", "nvidia.com/gpucores");
+      assertThat(c.getResources().getLimits().get("nvidia.com/gpumem").toString()).isEqualTo("4096");
+    });
+    assertThat(read.getSpec().getNodeSelector()).containsEntry("gpu", "on");
+    assertThat(read.getSpec().getAffinity().getNodeAffinity()).isNotNull();
+  }
+
+  @Test
+  void nodesAreReadLeanAsFromTheFullModelAndEveryFifthIsCordoned() {
+    for (int n = 0; n < 5; n++) {
+      String event = objects.nodeEvent("node-" + n, "register", n, 8);
+      Node full = (Node) FULL.unmarshal(event, WatchEvent.class).getObject();
+      Node read = (Node) lean.unmarshal(event, WatchEvent.class).getObject();
+
+      assertThat(read).isEqualTo(LeanStore.lean(full));
+      assertThat(Boolean.TRUE.equals(read.getSpec() == null ? null : read.getSpec().getUnschedulable())).isEqualTo(n == 4);
+      assertThat(read.getMetadata().getAnnotations()).containsEntry(HamiAnnotations.NODE_REGISTER, "register");
+    }
+  }
+
+  /** The pod of {@code event} read lean, after checking it equals the full model's lean copy. */
+  private Pod readBoth(String event) {
+    Pod full = (Pod) FULL.unmarshal(event, WatchEvent.class).getObject();
+    Pod read = (Pod) lean.unmarshal(event, WatchEvent.class).getObject();
+    assertThat(read).as(event).isEqualTo(LeanStore.lean(full, RESOURCES, (annotation, length) -> {}));
+    return read;
+  }
+}
