@@ -12,6 +12,7 @@ import io.vgpu.api.PodRef;
 import io.vgpu.api.SchedulableDevice;
 import io.vgpu.core.QuotaLimits;
 import io.vgpu.k8s.codec.HamiAnnotations;
+import io.vgpu.k8s.codec.NodeLockCodec;
 import io.vgpu.k8s.codec.NodeRegisterCodec;
 import io.vgpu.k8s.config.DeviceConfig;
 import io.vgpu.k8s.pod.PodJson;
@@ -34,6 +35,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
+import org.jspecify.annotations.Nullable;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 import tools.jackson.databind.node.ArrayNode;
@@ -226,6 +228,22 @@ final class ClusterHarness implements AutoCloseable {
     patch.putObject("metadata").putObject("annotations").put(HamiAnnotations.BIND_PHASE, "success");
     client.pods().inNamespace(ref.namespace()).withName(ref.name()).patch(PatchContext.of(PatchType.JSON_MERGE), patch.toString());
     new NodeLock(client, Duration.ofMinutes(5), clock).release(node, ref, false);
+    // A bind decides on the informer's copy of the node: the release counts once that copy shows it.
+    await(() -> !lockedBy(server.ledger().node(node).orElse(null), ref), "the scheduler's informer to see node " + node + "'s lock released by " + ref);
+  }
+
+  /** Whether {@code node}'s lock annotation names {@code pod} as its holder. */
+  private static boolean lockedBy(@Nullable Node node, PodRef pod) {
+    String value = node == null || node.getMetadata().getAnnotations() == null ? null : node.getMetadata().getAnnotations().get(HamiAnnotations.NODE_LOCK);
+    if (value == null) {
+      return false;
+    }
+    try {
+      NodeLockCodec.NodeLock holder = NodeLockCodec.decode(value);
+      return holder.namespace().equals(pod.namespace()) && holder.pod().equals(pod.name());
+    } catch (IllegalArgumentException e) {
+      return false;
+    }
   }
 
   void delete(PodRef ref) {
