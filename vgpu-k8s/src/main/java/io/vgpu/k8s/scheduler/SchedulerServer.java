@@ -218,14 +218,15 @@ public final class SchedulerServer implements AutoCloseable {
     metrics.rebuilt(b.ledger.start(options.syncTimeout()).toNanos());
     // A new leader takes over the reservations its predecessor made and kube-scheduler has yet to bind.
     b.leadership.onStartedLeading(b.ledger::adoptReservations);
-    if (options.warmUpRounds() > 0) {
-      // Before the listeners: kube-scheduler's first calls would otherwise share the CPU with it.
-      new WarmUp(effective, JSON, client).run(options.warmUpRounds(), WARM_UP_BUDGET);
-    }
     Optional<ClientCertificateAuthority> extenderClients = authority("--client-ca-file", options.clientCaFile());
     Optional<ClientCertificateAuthority> webhookClients = authority("--webhook-client-ca-file", options.webhookClientCaFile());
     ReloadingKeyManager keys =
         options.certFile().isPresent() ? new ReloadingKeyManager(options.certFile().get(), options.keyFile().orElseThrow(), Duration.ofSeconds(10), clock) : null;
+    if (options.warmUpRounds() > 0) {
+      // Before the listeners: kube-scheduler's first calls would otherwise share the CPU with it. Over
+      // the loopback, with the extender's certificate, so that Jetty and TLS are warmed too.
+      new WarmUp(effective, JSON, client).runOverLoopback(options.warmUpRounds(), WARM_UP_BUDGET, keys);
+    }
     boolean ownListener = !options.extenderBind().isEmpty();
     HttpService.Builder webhookRoutes = HttpService.builder(HttpService.parseAddress("--http_bind", options.httpBind())).name(ownListener ? "webhook" : "extender");
     HttpService.Builder extenderRoutes =

@@ -7,6 +7,7 @@ import io.fabric8.kubernetes.client.http.HttpRequest;
 import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 import io.vgpu.api.Device;
 import io.vgpu.api.PodGrant;
+import io.vgpu.api.PodRef;
 import io.vgpu.api.PodRequest;
 import io.vgpu.api.ResourceSchema;
 import io.vgpu.api.SchedulableDevice;
@@ -21,19 +22,24 @@ import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.codec.NodeRegisterCodec;
 import io.vgpu.k8s.config.DeviceConfig;
 import io.vgpu.k8s.pod.PodRequestParser;
+import io.vgpu.k8s.server.HttpService;
 import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderArgs;
 import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderBindingArgs;
 import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderBindingResult;
 import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderFilterResult;
+import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import javax.net.ssl.X509KeyManager;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -74,9 +80,10 @@ final class WarmUp {
    * @param placed rounds whose pod was placed, reserved, bound and given back (all but the refused one
    *     in ten, unless the device configuration leaves made-up A100s unusable)
    * @param apiReads reads of {@code /version} answered (any status)
+   * @param overLoopback whether the rounds' filter and bind calls went over the loopback listener
    * @param took how long it ran
    */
-  record Outcome(int rounds, int placed, int apiReads, Duration took) {}
+  record Outcome(int rounds, int placed, int apiReads, boolean overLoopback, Duration took) {}
 
   private final JsonMapper json;
   private final ResourceSchema schema;
@@ -88,7 +95,12 @@ final class WarmUp {
   private final List<String> nodeNames = new ArrayList<>();
   private final List<String> nodeEvents = new ArrayList<>();
   private final @Nullable KubernetesClient client;
-  private @Nullable CandidateNodes lastCandidates;
+  /** The pods the filter reserved, by UID, until their round gives them back. */
+  private final Map<String, Reserved> reserved = new ConcurrentHashMap<>();
+  private volatile @Nullable CandidateNodes lastCandidates;
+
+  /** A pod the warm-up's filter placed: its reference, node and the decision the scheduler would write. */
+  private record Reserved(PodRef pod, String node, Map<String, String> decision) {}
 
   /**
    * A warm-up of the request path under {@code config}; {@code client}, if any, is the scheduler's.
@@ -120,26 +132,68 @@ final class WarmUp {
   }
 
   /**
-   * Runs up to {@code rounds} rounds, stopping early once {@code budget} has passed or the API server
-   * cannot be read (the rounds go on without it).
+   * Runs up to {@code rounds} rounds in this thread, stopping early once {@code budget} has passed;
+   * reads of the API server stop at the first that fails (the rounds go on without them).
    */
   Outcome run(int rounds, Duration budget) {
+    return run(rounds, budget, this::inProcess, false);
+  }
+
+  /**
+   * As {@link #run(int, Duration)}, with each round's filter and bind calls sent over the loopback
+   * address to a private listener built as the extender's ({@code keys}: its certificate, if it serves
+   * HTTPS), so that Jetty, TLS and the routes are warmed as well. Where that listener cannot be started,
+   * the rounds run in this thread.
+   */
+  Outcome runOverLoopback(int rounds, Duration budget, @Nullable X509KeyManager keys) {
+    HttpService.Builder routes = HttpService.builder(LoopbackExtender.address()).name("warm-up").threads(2)
+        .route("POST", "/filter", r -> HttpService.Response.json(200, filter(r.body())))
+        .routeAsync("POST", "/bind", null, r -> CompletableFuture.completedFuture(HttpService.Response.json(200, bind(r.body()))));
+    LoopbackExtender wire;
+    try {
+      wire = LoopbackExtender.start(routes, keys);
+    } catch (IOException e) {
+      LOG.info("warm-up: no loopback listener ({}); the rounds run in-process", HttpService.oneLine(e.getMessage()));
+      return run(rounds, budget);
+    }
+    try (wire) {
+      return run(rounds, budget, wire::post, true);
+    }
+  }
+
+  private Outcome run(int rounds, Duration budget, Calls calls, boolean overLoopback) {
     long start = System.nanoTime();
     long deadline = start + budget.toNanos();
     int done = 0;
     int placed = 0;
     int reads = 0;
     boolean reading = client != null;
-    for (; done < rounds && System.nanoTime() - deadline < 0; done++) {
-      placed += round(done) ? 1 : 0;
-      if (reading && done % ROUNDS_PER_API_READ == 0) {
-        reading = readVersion();
-        reads += reading ? 1 : 0;
+    try {
+      for (; done < rounds && System.nanoTime() - deadline < 0; done++) {
+        placed += round(done, calls) ? 1 : 0;
+        if (reading && done % ROUNDS_PER_API_READ == 0) {
+          reading = readVersion();
+          reads += reading ? 1 : 0;
+        }
       }
+    } catch (IOException e) {
+      // Only the loopback's calls can fail this way: the warm-up ends, the scheduler starts as it would.
+      LOG.info("warm-up: ended after {} rounds: {}", done, HttpService.oneLine(e.getMessage()));
     }
-    Outcome outcome = new Outcome(done, placed, reads, Duration.ofNanos(System.nanoTime() - start));
-    LOG.info("warmed up the request path: {} rounds ({} placed), {} API reads in {} ms", outcome.rounds(), outcome.placed(), outcome.apiReads(), outcome.took().toMillis());
+    Outcome outcome = new Outcome(done, placed, reads, overLoopback, Duration.ofNanos(System.nanoTime() - start));
+    LOG.info("warmed up the request path{}: {} rounds ({} placed), {} API reads in {} ms", overLoopback ? " over the loopback" : "", outcome.rounds(), outcome.placed(),
+        outcome.apiReads(), outcome.took().toMillis());
     return outcome;
+  }
+
+  /** How a round's filter and bind reach this warm-up's handlers: in-process or over the loopback. */
+  @FunctionalInterface
+  private interface Calls {
+    byte[] post(String path, byte[] body) throws IOException;
+  }
+
+  private byte[] inProcess(String path, byte[] body) {
+    return path.equals("/filter") ? filter(body) : bind(body);
   }
 
   /**
@@ -149,12 +203,34 @@ final class WarmUp {
    *
    * @return whether the pod was placed
    */
-  private boolean round(int i) {
+  private boolean round(int i, Calls calls) throws IOException {
     String uid = String.format(Locale.ROOT, "00000000-0000-4000-8000-%012x", i);
     boolean refused = i % ROUNDS_PER_REFUSAL == ROUNDS_PER_REFUSAL - 1;
     ObjectNode pod = objects.pod(i, uid, 1 + i % 2, refused ? 2 * CARD_MEMORY_MIB : 1024L * (1 + i % 16), 5 * (i % 11));
     watchEvents.unmarshal(objects.event("ADDED", pod), WatchEvent.class);
-    ExtenderArgs args = filterArgs.read(filterRequest(pod));
+    // The answers are not read: the scheduler never reads one, and the reservation says what happened.
+    calls.post("/filter", filterRequest(pod));
+    Reserved reserved = this.reserved.remove(uid);
+    if (reserved != null) {
+      objects.advance(pod, WarmUpObjects.Stage.DECIDED, reserved.node(), reserved.decision());
+      watchEvents.unmarshal(objects.event("MODIFIED", pod), WatchEvent.class);
+      calls.post("/bind", bindRequest(pod.get("metadata").get("name").asString(), uid, reserved.node()));
+      for (WarmUpObjects.Stage stage : i % 4 == 0 ? LATER_STAGES_TO_DELETION : LATER_STAGES) {
+        objects.advance(pod, stage, reserved.node(), Map.of());
+        watchEvents.unmarshal(objects.event("MODIFIED", pod), WatchEvent.class);
+      }
+      if (i % 4 == 0) {
+        watchEvents.unmarshal(objects.event("DELETED", pod), WatchEvent.class);
+      }
+      engine.release(reserved.pod());
+    }
+    watchEvents.unmarshal(nodeEvents.get(i % nodeEvents.size()), WatchEvent.class);
+    return reserved != null;
+  }
+
+  /** The filter as the extender's route runs it, on this warm-up's engine: a placed pod stays reserved for its round. */
+  private byte[] filter(byte[] body) {
+    ExtenderArgs args = filterArgs.read(body);
     if (args.pod() == null) {
       throw new IllegalStateException("the warm-up's filter request lost its pod");
     }
@@ -164,38 +240,27 @@ final class WarmUp {
     lastCandidates = candidates;
     FilterResult result = engine.filterResolved(compiled, candidates, 20);
     ExtenderFilterResult answer;
-    boolean placed = false;
-    if (result.placement().isPresent()) {
+    if (result.placement().isPresent() && engine.reserve(result.placement().get()).reserved()) {
       Placement placement = result.placement().get();
       PodGrant grant = placement.grant();
-      if (engine.reserve(placement).reserved()) {
-        String node = placement.node();
-        String assigned = Long.toString(1_700_000_000L + i);
-        Extender.decisionPatch(grant, assigned, null, uid);
-        Map<String, String> annotations = Extender.annotations(grant, assigned, null, uid);
-        Extender.successMessage(nodeNames.size(), node, result.fitting(), result.fittingCount());
-        objects.advance(pod, WarmUpObjects.Stage.DECIDED, node, annotations);
-        watchEvents.unmarshal(objects.event("MODIFIED", pod), WatchEvent.class);
-        ExtenderBindingArgs bind = json.readValue(bindRequest(args.pod().getMetadata().getName(), uid, node), ExtenderBindingArgs.class);
-        Extender.bindingJson(request.pod(), bind.podUid(), bind.node() == null ? node : bind.node(), Map.of(HamiAnnotations.BIND_PHASE, "allocating"));
-        json.writeValueAsBytes(ExtenderBindingResult.OK);
-        for (WarmUpObjects.Stage stage : i % 4 == 0 ? LATER_STAGES_TO_DELETION : LATER_STAGES) {
-          objects.advance(pod, stage, node, Map.of());
-          watchEvents.unmarshal(objects.event("MODIFIED", pod), WatchEvent.class);
-        }
-        if (i % 4 == 0) {
-          watchEvents.unmarshal(objects.event("DELETED", pod), WatchEvent.class);
-        }
-        engine.release(request.pod());
-        placed = true;
-      }
+      String uid = args.pod().getMetadata().getUid();
+      String assigned = Long.toString(1_700_000_000L + reserved.size());
+      Extender.decisionPatch(grant, assigned, null, uid);
+      Extender.successMessage(nodeNames.size(), placement.node(), result.fitting(), result.fittingCount());
+      reserved.put(uid, new Reserved(request.pod(), placement.node(), Extender.annotations(grant, assigned, null, uid)));
       answer = new ExtenderFilterResult(null, List.of(placement.node()), null, null, "");
     } else {
       answer = new ExtenderFilterResult(null, null, Extender.failedNodes(result.rejections()), null, "");
     }
-    json.writeValueAsBytes(answer);
-    watchEvents.unmarshal(nodeEvents.get(i % nodeEvents.size()), WatchEvent.class);
-    return placed;
+    return json.writeValueAsBytes(answer);
+  }
+
+  /** The bind as the extender's route reads it and writes its Binding (here, to nowhere). */
+  private byte[] bind(byte[] body) {
+    ExtenderBindingArgs bind = json.readValue(body, ExtenderBindingArgs.class);
+    PodRef ref = new PodRef(String.valueOf(bind.podNamespace()), String.valueOf(bind.podName()));
+    Extender.bindingJson(ref, bind.podUid(), String.valueOf(bind.node()), Map.of(HamiAnnotations.BIND_PHASE, "allocating"));
+    return json.writeValueAsBytes(ExtenderBindingResult.OK);
   }
 
   /** A read of the API server's {@code /version}; false when it could not be made. */

@@ -15,7 +15,12 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import io.vgpu.k8s.server.ReloadingKeyManager;
+import io.vgpu.k8s.server.TestCertificates;
+import java.nio.file.Path;
+import java.time.Clock;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import tools.jackson.databind.DeserializationFeature;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -31,6 +36,26 @@ class WarmUpTest {
     assertThat(outcome.rounds()).isEqualTo(300);
     assertThat(outcome.placed()).isEqualTo(270);
     assertThat(outcome.apiReads()).isZero();
+  }
+
+  @Test
+  void overTheLoopbackEveryRoundGoesThroughTheListenerWithTheSchedulersCertificate(@TempDir Path dir) throws Exception {
+    Path cert = dir.resolve("tls.crt");
+    Path key = dir.resolve("tls.key");
+    TestCertificates.write(cert, key, "vgpu-scheduler", TestCertificates.KeyFormat.PKCS1_RSA);
+    ReloadingKeyManager keys = new ReloadingKeyManager(cert, key, Duration.ofSeconds(10), Clock.systemUTC());
+
+    WarmUp.Outcome outcome = new WarmUp(DeviceConfig.DEFAULT, JSON, null).runOverLoopback(300, Duration.ofMinutes(1), keys);
+
+    assertThat(outcome.overLoopback()).isTrue();
+    assertThat(outcome.rounds()).isEqualTo(300);
+    // Placed, bound over the wire and given back: 300 pods fit 16 nodes only that way.
+    assertThat(outcome.placed()).isEqualTo(270);
+  }
+
+  @Test
+  void inProcessTheRoundsDoNotGoOverTheLoopback() {
+    assertThat(new WarmUp(DeviceConfig.DEFAULT, JSON, null).run(10, Duration.ofMinutes(1)).overLoopback()).isFalse();
   }
 
   @Test

@@ -129,7 +129,8 @@ public final class TestCertificates {
 
   private static final AtomicLong SERIAL = new AtomicLong(System.currentTimeMillis());
 
-  static X509Certificate write(Path cert, Path key, String commonName, KeyFormat format) throws Exception {
+  /** Writes a self-signed certificate for 127.0.0.1 made out to {@code commonName}, and its key in {@code format}. */
+  public static X509Certificate write(Path cert, Path key, String commonName, KeyFormat format) throws Exception {
     KeyPair pair;
     String signature;
     if (format == KeyFormat.SEC1_EC) {
