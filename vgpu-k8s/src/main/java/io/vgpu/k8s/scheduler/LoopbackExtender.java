@@ -1,7 +1,7 @@
 package io.vgpu.k8s.scheduler;
 
 import io.vgpu.k8s.server.HttpService;
-import java.io.ByteArrayOutputStream;
+import java.io.BufferedInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -14,7 +14,6 @@ import java.security.cert.CertificateException;
 import java.security.cert.X509Certificate;
 import java.time.Duration;
 import java.util.Arrays;
-import java.util.Locale;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLSocket;
 import javax.net.ssl.TrustManager;
@@ -37,10 +36,13 @@ final class LoopbackExtender implements AutoCloseable {
   private static final int CALLS_PER_CONNECTION = 100;
   private static final int TIMEOUT_MILLIS = (int) Duration.ofSeconds(5).toMillis();
   private static final byte[] CRLF_CRLF = {'\r', '\n', '\r', '\n'};
+  private static final String CONTENT_LENGTH = "Content-Length:";
 
   private final HttpService server;
   private final @Nullable SSLContext tls;
   private @Nullable Socket socket;
+  /** The open connection's input, buffered: an answer's head is read a byte at a time. */
+  private InputStream in = InputStream.nullInputStream();
   private int calls;
 
   private LoopbackExtender(HttpService server, @Nullable SSLContext tls) {
@@ -77,12 +79,15 @@ final class LoopbackExtender implements AutoCloseable {
    */
   byte[] post(String path, byte[] body) throws IOException {
     Socket s = connection();
+    byte[] head = ("POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " + body.length + "\r\n\r\n")
+        .getBytes(StandardCharsets.US_ASCII);
+    byte[] request = Arrays.copyOf(head, head.length + body.length);
+    System.arraycopy(body, 0, request, head.length, body.length);
+    // One write: one TLS record, as a client with a buffer would send it.
     OutputStream out = s.getOutputStream();
-    String head = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " + body.length + "\r\n\r\n";
-    out.write(head.getBytes(StandardCharsets.US_ASCII));
-    out.write(body);
+    out.write(request);
     out.flush();
-    return answer(s.getInputStream(), path);
+    return answer(in, path);
   }
 
   private Socket connection() throws IOException {
@@ -99,39 +104,46 @@ final class LoopbackExtender implements AutoCloseable {
       ssl.startHandshake();
     }
     socket = fresh;
+    in = new BufferedInputStream(fresh.getInputStream());
     calls = 1;
     return fresh;
   }
 
   /** Reads one answer: its status line and headers, then Content-Length bytes of body (the listener always sends the length). */
   private static byte[] answer(InputStream in, String path) throws IOException {
-    ByteArrayOutputStream head = new ByteArrayOutputStream(256);
+    byte[] buffer = new byte[512];
+    int size = 0;
     int matched = 0;
     while (matched < CRLF_CRLF.length) {
       int b = in.read();
       if (b < 0) {
         throw new IOException("the loopback extender closed the connection before answering " + path);
       }
-      head.write(b);
+      if (size == buffer.length) {
+        buffer = Arrays.copyOf(buffer, size * 2);
+      }
+      buffer[size++] = (byte) b;
       matched = b == CRLF_CRLF[matched] ? matched + 1 : b == '\r' ? 1 : 0;
     }
-    String[] lines = head.toString(StandardCharsets.US_ASCII).split("\r\n");
+    String head = new String(buffer, 0, size, StandardCharsets.US_ASCII);
+    int statusEnd = head.indexOf("\r\n");
+    String status = head.substring(0, statusEnd);
     int length = -1;
-    for (int i = 1; i < lines.length; i++) {
-      int colon = lines[i].indexOf(':');
-      if (colon > 0 && lines[i].substring(0, colon).trim().toLowerCase(Locale.ROOT).equals("content-length")) {
-        length = Integer.parseInt(lines[i].substring(colon + 1).trim());
+    for (int at = statusEnd + 2, end; at < head.length(); at = end + 2) {
+      end = head.indexOf("\r\n", at);
+      if (head.regionMatches(true, at, CONTENT_LENGTH, 0, CONTENT_LENGTH.length())) {
+        length = Integer.parseInt(head.substring(at + CONTENT_LENGTH.length(), end).trim());
       }
     }
     if (length < 0) {
-      throw new IOException("the loopback extender's answer to " + path + " has no Content-Length: " + lines[0]);
+      throw new IOException("the loopback extender's answer to " + path + " has no Content-Length: " + status);
     }
     byte[] body = in.readNBytes(length);
     if (body.length < length) {
       throw new IOException("the loopback extender's answer to " + path + " ended after " + body.length + " of " + length + " bytes");
     }
-    if (!lines[0].startsWith("HTTP/1.1 200 ")) {
-      throw new IOException("the loopback extender answered " + path + " with " + lines[0] + ": " + new String(body, StandardCharsets.UTF_8));
+    if (!status.startsWith("HTTP/1.1 200 ")) {
+      throw new IOException("the loopback extender answered " + path + " with " + status + ": " + new String(body, StandardCharsets.UTF_8));
     }
     return body;
   }

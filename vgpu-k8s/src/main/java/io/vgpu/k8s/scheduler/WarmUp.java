@@ -28,6 +28,7 @@ import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderBindingArgs;
 import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderBindingResult;
 import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderFilterResult;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -44,8 +45,6 @@ import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import tools.jackson.databind.json.JsonMapper;
-import tools.jackson.databind.node.ArrayNode;
-import tools.jackson.databind.node.ObjectNode;
 
 /**
  * The scheduler's request path run on made-up pods and nodes before it serves, so that the JIT has
@@ -94,6 +93,8 @@ final class WarmUp {
   private final WarmUpObjects objects;
   private final List<String> nodeNames = new ArrayList<>();
   private final List<String> nodeEvents = new ArrayList<>();
+  /** The texts of the four kinds of pod the rounds take turns with. */
+  private final List<WarmUpObjects.PodTexts> podTexts = new ArrayList<>();
   private final @Nullable KubernetesClient client;
   /** The pods the filter reserved, by UID, until their round gives them back. */
   private final Map<String, Reserved> reserved = new ConcurrentHashMap<>();
@@ -128,6 +129,9 @@ final class WarmUp {
       engine.upsertNode(new NodeDevices(name, registered, Set.of()));
       nodeNames.add(name);
       nodeEvents.add(objects.nodeEvent(name, NodeRegisterCodec.encode(registered), n, CARDS_PER_NODE));
+    }
+    for (int variant = 0; variant < 4; variant++) {
+      podTexts.add(objects.texts(variant, nodeNames));
     }
   }
 
@@ -204,23 +208,23 @@ final class WarmUp {
    * @return whether the pod was placed
    */
   private boolean round(int i, Calls calls) throws IOException {
-    String uid = String.format(Locale.ROOT, "00000000-0000-4000-8000-%012x", i);
+    String uid = "00000000-0000-4000-8000-" + Long.toHexString(0x1000000000000L + i).substring(1);
     boolean refused = i % ROUNDS_PER_REFUSAL == ROUNDS_PER_REFUSAL - 1;
-    ObjectNode pod = objects.pod(i, uid, 1 + i % 2, refused ? 2 * CARD_MEMORY_MIB : 1024L * (1 + i % 16), 5 * (i % 11));
-    watchEvents.unmarshal(objects.event("ADDED", pod), WatchEvent.class);
+    WarmUpObjects.PodTexts pod = podTexts.get(i % podTexts.size());
+    Map<String, String> values = WarmUpObjects.values(i, uid, 1 + i % 2, refused ? 2 * CARD_MEMORY_MIB : 1024L * (1 + i % 16), 5 * (i % 11));
+    watchEvents.unmarshal(pod.event("ADDED", WarmUpObjects.Stage.PENDING, values), WatchEvent.class);
     // The answers are not read: the scheduler never reads one, and the reservation says what happened.
-    calls.post("/filter", filterRequest(pod));
+    calls.post("/filter", pod.filterRequest(values));
     Reserved reserved = this.reserved.remove(uid);
     if (reserved != null) {
-      objects.advance(pod, WarmUpObjects.Stage.DECIDED, reserved.node(), reserved.decision());
-      watchEvents.unmarshal(objects.event("MODIFIED", pod), WatchEvent.class);
-      calls.post("/bind", bindRequest(pod.get("metadata").get("name").asString(), uid, reserved.node()));
+      objects.placed(values, reserved.node(), reserved.decision());
+      watchEvents.unmarshal(pod.event("MODIFIED", WarmUpObjects.Stage.DECIDED, values), WatchEvent.class);
+      calls.post("/bind", bindRequest(values.get("NAME"), uid, reserved.node()));
       for (WarmUpObjects.Stage stage : i % 4 == 0 ? LATER_STAGES_TO_DELETION : LATER_STAGES) {
-        objects.advance(pod, stage, reserved.node(), Map.of());
-        watchEvents.unmarshal(objects.event("MODIFIED", pod), WatchEvent.class);
+        watchEvents.unmarshal(pod.event("MODIFIED", stage, values), WatchEvent.class);
       }
       if (i % 4 == 0) {
-        watchEvents.unmarshal(objects.event("DELETED", pod), WatchEvent.class);
+        watchEvents.unmarshal(pod.event("DELETED", WarmUpObjects.Stage.DELETING, values), WatchEvent.class);
       }
       engine.release(reserved.pod());
     }
@@ -284,21 +288,8 @@ final class WarmUp {
     }
   }
 
-  private byte[] filterRequest(ObjectNode pod) {
-    ObjectNode args = json.createObjectNode();
-    args.set("Pod", pod);
-    args.putNull("Nodes");
-    ArrayNode names = args.putArray("NodeNames");
-    nodeNames.forEach(names::add);
-    return json.writeValueAsBytes(args);
-  }
-
-  private byte[] bindRequest(String name, String uid, String node) {
-    ObjectNode args = json.createObjectNode();
-    args.put("PodName", name);
-    args.put("PodNamespace", "warm-up");
-    args.put("PodUID", uid);
-    args.put("Node", node);
-    return json.writeValueAsBytes(args);
+  /** kube-scheduler's bind request; the names and the UID are the warm-up's own, with nothing to escape. */
+  private static byte[] bindRequest(String name, String uid, String node) {
+    return ("{\"PodName\":\"" + name + "\",\"PodNamespace\":\"warm-up\",\"PodUID\":\"" + uid + "\",\"Node\":\"" + node + "\"}").getBytes(StandardCharsets.UTF_8);
   }
 }

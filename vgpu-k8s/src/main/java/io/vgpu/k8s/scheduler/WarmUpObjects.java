@@ -2,8 +2,13 @@ package io.vgpu.k8s.scheduler;
 
 import io.vgpu.api.ResourceSchema;
 import io.vgpu.k8s.codec.HamiAnnotations;
+import java.nio.charset.StandardCharsets;
+import java.util.EnumMap;
+import java.util.HashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import org.jspecify.annotations.Nullable;
 import tools.jackson.databind.json.JsonMapper;
 import tools.jackson.databind.node.ArrayNode;
@@ -47,27 +52,26 @@ final class WarmUpObjects {
   }
 
   /**
-   * Pod {@code i} at {@link Stage#PENDING}, asking for {@code cards} cards of {@code memoryMiB} and
-   * {@code cores} each.
+   * A pod of kind {@code variant} at {@link Stage#PENDING}, its name, UID, resource version and GPU
+   * request placeholders.
    */
-  ObjectNode pod(int i, String uid, int cards, long memoryMiB, int cores) {
-    String hash = String.format(Locale.ROOT, "%08x", i / 16);
+  private ObjectNode pod(int variant) {
     ObjectNode pod = json.createObjectNode();
     pod.put("apiVersion", "v1");
     pod.put("kind", "Pod");
     ObjectNode metadata = pod.putObject("metadata");
-    metadata.put("name", "warm-up-" + i);
-    metadata.put("generateName", "warm-up-" + hash + "-");
+    metadata.put("name", "@NAME@");
+    metadata.put("generateName", "warm-up-@HASH@-");
     metadata.put("namespace", NAMESPACE);
-    metadata.put("uid", uid);
-    metadata.put("resourceVersion", Integer.toString(3 * i + 1));
+    metadata.put("uid", "@UID@");
+    metadata.put("resourceVersion", "@RV0@");
     metadata.put("creationTimestamp", TIME);
     ObjectNode labels = metadata.putObject("labels");
     labels.put("app", "warm-up");
-    labels.put("pod-template-hash", hash);
+    labels.put("pod-template-hash", "@HASH@");
     metadata.putObject("annotations").put("kubectl.kubernetes.io/default-container", "main");
     ObjectNode owner = metadata.putArray("ownerReferences").addObject();
-    owner.put("apiVersion", "apps/v1").put("kind", "ReplicaSet").put("name", "warm-up-" + hash).put("uid", uid).put("controller", true).put("blockOwnerDeletion", true);
+    owner.put("apiVersion", "apps/v1").put("kind", "ReplicaSet").put("name", "warm-up-@HASH@").put("uid", "@OWNER@").put("controller", true).put("blockOwnerDeletion", true);
     managedFields(metadata, "kube-controller-manager", null);
 
     ObjectNode spec = pod.putObject("spec");
@@ -79,14 +83,14 @@ final class WarmUpObjects {
     sources.addObject().putObject("serviceAccountToken").put("expirationSeconds", 3607).put("path", "token");
     sources.addObject().putObject("configMap").put("name", "kube-root-ca.crt").putArray("items").addObject().put("key", "ca.crt").put("path", "ca.crt");
     ArrayNode containers = spec.putArray("containers");
-    container(containers.addObject(), "main", cards, memoryMiB, cores);
-    if (i % 4 == 1) {
+    container(containers.addObject(), "main");
+    if (variant == 1) {
       ObjectNode sidecar = containers.addObject();
       sidecar.put("name", "sidecar").put("image", "warm-up/sidecar:1");
       ObjectNode resources = sidecar.putObject("resources");
       resources.putObject("requests").put("cpu", "100m").put("memory", "64Mi");
     }
-    if (i % 4 == 2) {
+    if (variant == 2) {
       ObjectNode init = spec.putArray("initContainers").addObject();
       init.put("name", "init").put("image", "warm-up/init:1").put("restartPolicy", "Always");
       init.putObject("resources").putObject("limits").put("cpu", "500m").put("memory", "128Mi");
@@ -97,7 +101,7 @@ final class WarmUpObjects {
     spec.put("serviceAccountName", "default");
     spec.putObject("securityContext");
     spec.put("schedulerName", "hami-scheduler");
-    if (i % 4 == 3) {
+    if (variant == 3) {
       spec.putObject("nodeSelector").put("gpu", "on");
       ObjectNode term = spec.putObject("affinity").putObject("nodeAffinity").putObject("requiredDuringSchedulingIgnoredDuringExecution").putArray("nodeSelectorTerms").addObject();
       term.putArray("matchExpressions").addObject().put("key", "kubernetes.io/os").put("operator", "In").putArray("values").add("linux");
@@ -119,21 +123,20 @@ final class WarmUpObjects {
     return pod;
   }
 
-  /** Moves {@code pod} on to {@code stage}; {@code decision} is what the scheduler's patch set (used at {@link Stage#DECIDED}). */
-  void advance(ObjectNode pod, Stage stage, String node, Map<String, String> decision) {
+  /** Moves {@code pod} on to {@code stage}: its node and the scheduler's decision are placeholders. */
+  private static void advance(ObjectNode pod, Stage stage) {
     ObjectNode metadata = (ObjectNode) pod.get("metadata");
-    metadata.put("resourceVersion", Long.toString(Long.parseLong(metadata.get("resourceVersion").asString()) + 1));
+    metadata.put("resourceVersion", "@RV" + stage.ordinal() + "@");
     ObjectNode status = (ObjectNode) pod.get("status");
     switch (stage) {
       case PENDING -> {}
       case DECIDED -> {
-        ObjectNode annotations = (ObjectNode) metadata.get("annotations");
-        decision.forEach(annotations::put);
-        ((ObjectNode) metadata.get("labels")).put(HamiAnnotations.ASSIGNED_NODE, node);
+        ((ObjectNode) metadata.get("annotations")).put("@DECISION@", "");
+        ((ObjectNode) metadata.get("labels")).put(HamiAnnotations.ASSIGNED_NODE, "@NODE@");
         managedFields(metadata, "vgpu-scheduler", null);
       }
       case BOUND -> {
-        ((ObjectNode) pod.get("spec")).put("nodeName", node);
+        ((ObjectNode) pod.get("spec")).put("nodeName", "@NODE@");
         ObjectNode scheduled = (ObjectNode) status.get("conditions").get(0);
         scheduled.put("status", "True");
         scheduled.remove("reason");
@@ -173,8 +176,78 @@ final class WarmUpObjects {
     }
   }
 
+  /**
+   * The texts of pods of kind {@code variant} (0-3): the watch events of each stage and the filter
+   * request kube-scheduler sends with {@code nodeNames}.
+   */
+  PodTexts texts(int variant, List<String> nodeNames) {
+    ObjectNode pod = pod(variant);
+    Map<Stage, TextTemplate> events = new EnumMap<>(Stage.class);
+    TextTemplate filter = null;
+    for (Stage stage : Stage.values()) {
+      advance(pod, stage);
+      String object = json.writeValueAsString(pod).replace("\"@DECISION@\":\"\"", "@DECISION@");
+      events.put(stage, TextTemplate.of("{\"type\":\"@TYPE@\",\"object\":" + object + "}"));
+      if (stage == Stage.PENDING) {
+        filter = TextTemplate.of("{\"Pod\":" + object + ",\"Nodes\":null,\"NodeNames\":" + json.writeValueAsString(nodeNames) + "}");
+      }
+    }
+    return new PodTexts(events, Objects.requireNonNull(filter));
+  }
+
+  /**
+   * A round's values for {@link PodTexts}: pod {@code i} with {@code uid}, asking for {@code cards}
+   * cards of {@code memoryMiB} and {@code cores} each; {@link #placed} adds where it went.
+   */
+  static Map<String, String> values(int i, String uid, int cards, long memoryMiB, int cores) {
+    Map<String, String> values = new HashMap<>(24);
+    values.put("NAME", "warm-up-" + i);
+    values.put("HASH", Integer.toHexString(0x10000000 + i / 16));
+    values.put("UID", uid);
+    values.put("OWNER", uid);
+    for (Stage stage : Stage.values()) {
+      values.put("RV" + stage.ordinal(), Integer.toString(8 * i + stage.ordinal() + 1));
+    }
+    values.put("CARDS", Integer.toString(cards));
+    values.put("MEMORY", Long.toString(memoryMiB));
+    values.put("CORES", Integer.toString(cores));
+    return values;
+  }
+
+  /** Adds to a round's {@code values} the pod's {@code node} and {@code decision}: the annotations the scheduler's patch set (not empty). */
+  void placed(Map<String, String> values, String node, Map<String, String> decision) {
+    if (decision.isEmpty()) {
+      throw new IllegalArgumentException("a placed pod's decision has annotations");
+    }
+    String members = json.writeValueAsString(decision);
+    values.put("NODE", node);
+    values.put("DECISION", members.substring(1, members.length() - 1));
+  }
+
+  /** One kind of pod's texts, filled in per round with {@link #values}. */
+  static final class PodTexts {
+    private final Map<Stage, TextTemplate> events;
+    private final TextTemplate filter;
+
+    private PodTexts(Map<Stage, TextTemplate> events, TextTemplate filter) {
+      this.events = events;
+      this.filter = filter;
+    }
+
+    /** The pod's watch event of {@code type} at {@code stage}, as the watch hands it over. */
+    String event(String type, Stage stage, Map<String, String> values) {
+      values.put("TYPE", type);
+      return Objects.requireNonNull(events.get(stage)).fill(values);
+    }
+
+    /** kube-scheduler's filter request for the pod at {@link Stage#PENDING}. */
+    byte[] filterRequest(Map<String, String> values) {
+      return filter.fill(values).getBytes(StandardCharsets.UTF_8);
+    }
+  }
+
   /** A watch event of {@code type} carrying {@code object}, as the watch hands it over. */
-  String event(String type, ObjectNode object) {
+  private String event(String type, ObjectNode object) {
     ObjectNode event = json.createObjectNode();
     event.put("type", type);
     event.set("object", object);
@@ -231,7 +304,7 @@ final class WarmUpObjects {
     return event("MODIFIED", node);
   }
 
-  private void container(ObjectNode container, String name, int cards, long memoryMiB, int cores) {
+  private void container(ObjectNode container, String name) {
     container.put("name", name);
     container.put("image", "warm-up/main:1");
     container.putArray("command").add("python").add("-m").add("serve");
@@ -243,12 +316,12 @@ final class WarmUpObjects {
     ObjectNode limits = resources.putObject("limits");
     limits.put("cpu", "1");
     limits.put("memory", "8Gi");
-    limits.put(schema.countResource(), Integer.toString(cards));
+    limits.put(schema.countResource(), "@CARDS@");
     if (!schema.memoryResource().isEmpty()) {
-      limits.put(schema.memoryResource(), Long.toString(memoryMiB));
+      limits.put(schema.memoryResource(), "@MEMORY@");
     }
-    if (!schema.coresResource().isEmpty() && cores > 0) {
-      limits.put(schema.coresResource(), Integer.toString(cores));
+    if (!schema.coresResource().isEmpty()) {
+      limits.put(schema.coresResource(), "@CORES@");
     }
     resources.putObject("requests").put("cpu", "1").put("memory", "8Gi");
     container.putArray("volumeMounts").addObject().put("name", "data").put("mountPath", "/data");
