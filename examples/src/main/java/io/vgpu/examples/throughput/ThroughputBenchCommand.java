@@ -69,8 +69,8 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
   @Option(names = "--rehearsal-pods", paramLabel = "R",
       description = "Before the first measured run, R pods through the stand-ins on a small cluster of their own with a scheduler of its own,"
           + " not measured: the stand-ins (this JVM) have then compiled their part, as an API server and kubelets that have been running"
-          + " have; the measured scheduler starts cold all the same. 0: none (default: " + DEFAULT_WARMUP + " when the first size's warm-up"
-          + " is smaller, else none).")
+          + " have; the measured scheduler starts cold all the same. 0: none (default: " + DEFAULT_REHEARSAL + " when the first size's warm-up"
+          + " is under " + DEFAULT_WARMUP + ", else none).")
   @Nullable Integer rehearsalPods;
 
   /** The warm-up's pods when not given (at most one per node), and what the stand-ins should have run before a measured burst. */
@@ -156,12 +156,19 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
     return results.stream().allMatch(ThroughputBenchCommand::sound) ? 0 : 1;
   }
 
+  /**
+   * The stand-ins' rehearsal where the first warm-up is short: at 10 nodes their CPU per pod in the
+   * measured burst went from 63-73 ms after 200 rehearsed pods to 39-43 ms after 600-1,200 (run N),
+   * for a few seconds more of the benchmark's time.
+   */
+  private static final int DEFAULT_REHEARSAL = 1000;
+
   /** Cards a rehearsal node holds pods on: 8 cards, and shares about 2.5 pods a card deep. */
   private static final int REHEARSAL_PODS_PER_NODE = 20;
 
   /** The pods to rehearse: those asked for, else enough for a first warm-up shorter than the default's. */
   static int rehearsal(@Nullable Integer asked, int firstWarmup) {
-    return asked != null ? asked : firstWarmup < DEFAULT_WARMUP ? DEFAULT_WARMUP : 0;
+    return asked != null ? asked : firstWarmup < DEFAULT_WARMUP ? DEFAULT_REHEARSAL : 0;
   }
 
   /** The warm-up's pods for a cluster of {@code nodes}: {@code --warmup}, else the default, at most one per node. */

@@ -7,6 +7,7 @@ import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import tools.jackson.databind.JsonNode;
@@ -26,6 +27,8 @@ class ThroughputBenchTest {
     StringWriter out = new StringWriter();
     StringWriter err = new StringWriter();
     Path plot = temp.resolve("plot.svg");
+    // Kept runs must be reachable by the containers' user, which JUnit's private temporary directory is not.
+    Files.setPosixFilePermissions(temp, PosixFilePermissions.fromString("rwxr-xr-x"));
     Path kept = temp.resolve("kept");
     int code = Vgpu.run(
         new String[] {"throughput-bench", "--nodes", "20", "--pods", "50", "--warmup", "5", "--rehearsal-pods", "10", "--output", "json", "--plot", plot.toString(), "--keep", kept.toString()},
@@ -85,7 +88,7 @@ class ThroughputBenchTest {
 
   @Test
   void theStandInsAreRehearsedByDefaultOnlyWhereTheFirstWarmUpIsShort() {
-    assertThat(ThroughputBenchCommand.rehearsal(null, 10)).as("10 nodes: a warm-up of 10 pods").isEqualTo(200);
+    assertThat(ThroughputBenchCommand.rehearsal(null, 10)).as("10 nodes: a warm-up of 10 pods").isEqualTo(1000);
     assertThat(ThroughputBenchCommand.rehearsal(null, 200)).as("5,000 nodes: the 200-pod warm-up warms them").isZero();
     assertThat(ThroughputBenchCommand.rehearsal(0, 10)).isZero();
     assertThat(ThroughputBenchCommand.rehearsal(50, 200)).isEqualTo(50);
