@@ -180,7 +180,8 @@ public final class NodeLock {
     return value == null ? Optional.empty() : Optional.of(parseOrExpired(value));
   }
 
-  private static boolean ownedBy(NodeLockCodec.NodeLock lock, PodRef pod) {
+  /** Whether {@code lock} names {@code pod} as its holder. */
+  static boolean ownedBy(NodeLockCodec.NodeLock lock, PodRef pod) {
     return lock.namespace().equals(pod.namespace()) && lock.pod().equals(pod.name());
   }
 

@@ -42,6 +42,8 @@ final class WarmUpObjects {
 
   private static final String TIME = "2026-01-01T00:00:00Z";
   private static final String NAMESPACE = "warm-up";
+  /** The made-up ReplicaSet's UID, the owner of every warm-up pod. */
+  private static final String OWNER_UID = "00000000-0000-4000-a000-000000000001";
 
   private final JsonMapper json;
   private final ResourceSchema schema;
@@ -71,7 +73,7 @@ final class WarmUpObjects {
     labels.put("pod-template-hash", "@HASH@");
     metadata.putObject("annotations").put("kubectl.kubernetes.io/default-container", "main");
     ObjectNode owner = metadata.putArray("ownerReferences").addObject();
-    owner.put("apiVersion", "apps/v1").put("kind", "ReplicaSet").put("name", "warm-up-@HASH@").put("uid", "@OWNER@").put("controller", true).put("blockOwnerDeletion", true);
+    owner.put("apiVersion", "apps/v1").put("kind", "ReplicaSet").put("name", "warm-up-@HASH@").put("uid", OWNER_UID).put("controller", true).put("blockOwnerDeletion", true);
     managedFields(metadata, "kube-controller-manager", null);
 
     ObjectNode spec = pod.putObject("spec");
@@ -204,7 +206,6 @@ final class WarmUpObjects {
     values.put("NAME", "warm-up-" + i);
     values.put("HASH", Integer.toHexString(0x10000000 + i / 16));
     values.put("UID", uid);
-    values.put("OWNER", uid);
     for (Stage stage : Stage.values()) {
       values.put("RV" + stage.ordinal(), Integer.toString(8 * i + stage.ordinal() + 1));
     }

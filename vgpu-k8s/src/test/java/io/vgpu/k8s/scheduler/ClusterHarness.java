@@ -239,8 +239,7 @@ final class ClusterHarness implements AutoCloseable {
       return false;
     }
     try {
-      NodeLockCodec.NodeLock holder = NodeLockCodec.decode(value);
-      return holder.namespace().equals(pod.namespace()) && holder.pod().equals(pod.name());
+      return NodeLock.ownedBy(NodeLockCodec.decode(value), pod);
     } catch (IllegalArgumentException e) {
       return false;
     }
