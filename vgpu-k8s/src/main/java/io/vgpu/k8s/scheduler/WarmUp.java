@@ -30,6 +30,7 @@ import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderFilterResult;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -53,7 +54,8 @@ import tools.jackson.databind.json.JsonMapper;
  *
  * <p>Each round decodes a pod's watch events at each stage an informer sees it in, reads a filter
  * request as kube-scheduler sends it (with the reader the extender uses), parses and compiles the pod's
- * request, filters, reserves and releases on a private engine of a few nodes, writes the decision patch
+ * request, filters and reserves on a private engine of a few nodes (which holds up to {@value
+ * #HELD_AT_MOST} of the pods it placed, so that its cards are partly used), writes the decision patch
  * and the answer (or, one round in ten, the refusal), reads a bind request, writes the Binding, and
  * decodes a node's watch event. The pods and nodes are shaped as an API server sends them ({@link
  * WarmUpObjects} says why that matters). Nothing of the scheduler's state is touched: the
@@ -69,6 +71,14 @@ final class WarmUp {
   private static final int ROUNDS_PER_API_READ = 10;
   private static final Duration API_READ_TIMEOUT = Duration.ofSeconds(5);
   private static final int ROUNDS_PER_REFUSAL = 10;
+  /**
+   * How many placed pods the engine holds at most before the older half is given back. An engine whose
+   * cards are always empty compiles a scan that has only seen equal scores and free cores; a cluster's
+   * first pods then send it back to the interpreter (cards that differ, cores used up, a card refused
+   * for compute) and it is compiled again while pods wait. Held pods fill cards to between a quarter
+   * and a half of the made-up cluster's compute, with some cards full.
+   */
+  private static final int HELD_AT_MOST = 128;
   private static final List<WarmUpObjects.Stage> LATER_STAGES = List.of(WarmUpObjects.Stage.BOUND, WarmUpObjects.Stage.RUNNING);
   private static final List<WarmUpObjects.Stage> LATER_STAGES_TO_DELETION = List.of(WarmUpObjects.Stage.BOUND, WarmUpObjects.Stage.RUNNING, WarmUpObjects.Stage.DELETING);
 
@@ -76,8 +86,9 @@ final class WarmUp {
    * What a warm-up did.
    *
    * @param rounds rounds run through the request path
-   * @param placed rounds whose pod was placed, reserved, bound and given back (all but the refused one
-   *     in ten, unless the device configuration leaves made-up A100s unusable)
+   * @param placed rounds whose pod was placed, reserved and bound (all but the refused one in ten,
+   *     unless the device configuration leaves made-up A100s unusable); all are given back when the
+   *     warm-up ends
    * @param apiReads reads of {@code /version} answered (any status)
    * @param overLoopback whether the rounds' filter and bind calls went over the loopback listener
    * @param took how long it ran
@@ -99,6 +110,8 @@ final class WarmUp {
   /** The pods the filter reserved, by UID, until their round gives them back. */
   private final Map<String, Reserved> reserved = new ConcurrentHashMap<>();
   private volatile @Nullable CandidateNodes lastCandidates;
+  /** Pods placed and bound whose reservations the engine still holds, oldest first. */
+  private final ArrayDeque<PodRef> held = new ArrayDeque<>();
 
   /** A pod the warm-up's filter placed: its reference, node and the decision the scheduler would write. */
   private record Reserved(PodRef pod, String node, Map<String, String> decision) {}
@@ -183,6 +196,8 @@ final class WarmUp {
     } catch (IOException e) {
       // Only the loopback's calls can fail this way: the warm-up ends, the scheduler starts as it would.
       LOG.info("warm-up: ended after {} rounds: {}", done, HttpService.oneLine(e.getMessage()));
+    } finally {
+      giveBack(0);
     }
     Outcome outcome = new Outcome(done, placed, reads, overLoopback, Duration.ofNanos(System.nanoTime() - start));
     LOG.info("warmed up the request path{}: {} rounds ({} placed), {} API reads in {} ms", overLoopback ? " over the loopback" : "", outcome.rounds(), outcome.placed(),
@@ -211,7 +226,8 @@ final class WarmUp {
     String uid = "00000000-0000-4000-8000-" + Long.toHexString(0x1000000000000L + i).substring(1);
     boolean refused = i % ROUNDS_PER_REFUSAL == ROUNDS_PER_REFUSAL - 1;
     WarmUpObjects.PodTexts pod = podTexts.get(i % podTexts.size());
-    Map<String, String> values = WarmUpObjects.values(i, uid, 1 + i % 2, refused ? 2 * CARD_MEMORY_MIB : 1024L * (1 + i % 16), 5 * (i % 11));
+    String namespace = refused ? WarmUpObjects.REFUSED_NAMESPACE : WarmUpObjects.NAMESPACE;
+    Map<String, String> values = WarmUpObjects.values(i, namespace, uid, 1 + i % 2, refused ? 2 * CARD_MEMORY_MIB : 1024L * (1 + i % 16), 5 * (i % 11));
     watchEvents.unmarshal(pod.event("ADDED", WarmUpObjects.Stage.PENDING, values), WatchEvent.class);
     // The answers are not read: the scheduler never reads one, and the reservation says what happened.
     calls.post("/filter", pod.filterRequest(values));
@@ -219,17 +235,27 @@ final class WarmUp {
     if (reserved != null) {
       objects.placed(values, reserved.node(), reserved.decision());
       watchEvents.unmarshal(pod.event("MODIFIED", WarmUpObjects.Stage.DECIDED, values), WatchEvent.class);
-      calls.post("/bind", bindRequest(values.get("NAME"), uid, reserved.node()));
+      calls.post("/bind", bindRequest(values.get("NAME"), namespace, uid, reserved.node()));
       for (WarmUpObjects.Stage stage : i % 4 == 0 ? LATER_STAGES_TO_DELETION : LATER_STAGES) {
         watchEvents.unmarshal(pod.event("MODIFIED", stage, values), WatchEvent.class);
       }
       if (i % 4 == 0) {
         watchEvents.unmarshal(pod.event("DELETED", WarmUpObjects.Stage.DELETING, values), WatchEvent.class);
       }
-      engine.release(reserved.pod());
+      held.addLast(reserved.pod());
+      if (held.size() > HELD_AT_MOST) {
+        giveBack(HELD_AT_MOST / 2);
+      }
     }
     watchEvents.unmarshal(nodeEvents.get(i % nodeEvents.size()), WatchEvent.class);
     return reserved != null;
+  }
+
+  /** Gives back the oldest held pods' reservations until {@code keep} are held. */
+  private void giveBack(int keep) {
+    while (held.size() > keep) {
+      engine.release(held.removeFirst());
+    }
   }
 
   /** The filter as the extender's route runs it, on this warm-up's engine: a placed pod stays reserved for its round. */
@@ -289,7 +315,7 @@ final class WarmUp {
   }
 
   /** kube-scheduler's bind request; the names and the UID are the warm-up's own, with nothing to escape. */
-  private static byte[] bindRequest(String name, String uid, String node) {
-    return ("{\"PodName\":\"" + name + "\",\"PodNamespace\":\"warm-up\",\"PodUID\":\"" + uid + "\",\"Node\":\"" + node + "\"}").getBytes(StandardCharsets.UTF_8);
+  private static byte[] bindRequest(String name, String namespace, String uid, String node) {
+    return ("{\"PodName\":\"" + name + "\",\"PodNamespace\":\"" + namespace + "\",\"PodUID\":\"" + uid + "\",\"Node\":\"" + node + "\"}").getBytes(StandardCharsets.UTF_8);
   }
 }

@@ -41,7 +41,13 @@ final class WarmUpObjects {
   }
 
   private static final String TIME = "2026-01-01T00:00:00Z";
-  private static final String NAMESPACE = "warm-up";
+  /** The namespace of the pods that the warm-up's filter places. */
+  static final String NAMESPACE = "warm-up";
+  /**
+   * The namespace of the pods it refuses, so that a namespace the engine has never reserved for is read
+   * as often as one it has (the first pod of a namespace takes that branch in a cluster).
+   */
+  static final String REFUSED_NAMESPACE = "warm-up-refused";
   /** The made-up ReplicaSet's UID, the owner of every warm-up pod. */
   private static final String OWNER_UID = "00000000-0000-4000-a000-000000000001";
 
@@ -64,7 +70,7 @@ final class WarmUpObjects {
     ObjectNode metadata = pod.putObject("metadata");
     metadata.put("name", "@NAME@");
     metadata.put("generateName", "warm-up-@HASH@-");
-    metadata.put("namespace", NAMESPACE);
+    metadata.put("namespace", "@NAMESPACE@");
     metadata.put("uid", "@UID@");
     metadata.put("resourceVersion", "@RV0@");
     metadata.put("creationTimestamp", TIME);
@@ -198,12 +204,14 @@ final class WarmUpObjects {
   }
 
   /**
-   * A round's values for {@link PodTexts}: pod {@code i} with {@code uid}, asking for {@code cards}
-   * cards of {@code memoryMiB} and {@code cores} each; {@link #placed} adds where it went.
+   * A round's values for {@link PodTexts}: pod {@code i} in {@code namespace} with {@code uid}, asking
+   * for {@code cards} cards of {@code memoryMiB} and {@code cores} each; {@link #placed} adds where it
+   * went.
    */
-  static Map<String, String> values(int i, String uid, int cards, long memoryMiB, int cores) {
+  static Map<String, String> values(int i, String namespace, String uid, int cards, long memoryMiB, int cores) {
     Map<String, String> values = new HashMap<>(24);
     values.put("NAME", "warm-up-" + i);
+    values.put("NAMESPACE", namespace);
     values.put("HASH", Integer.toHexString(0x10000000 + i / 16));
     values.put("UID", uid);
     for (Stage stage : Stage.values()) {

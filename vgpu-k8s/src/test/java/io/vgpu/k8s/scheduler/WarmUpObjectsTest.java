@@ -36,7 +36,7 @@ class WarmUpObjectsTest {
     Map<String, String> decision = Map.of(HamiAnnotations.ASSIGNED_NODE, "n1", HamiAnnotations.DEVICES_ALLOCATED, "GPU-0,NVIDIA,1024,5:;");
     for (int variant = 0; variant < 4; variant++) {
       WarmUpObjects.PodTexts texts = objects.texts(variant, List.of("n1", "n2"));
-      Map<String, String> values = WarmUpObjects.values(100 + variant, "uid-" + variant, 1, 1024, 5);
+      Map<String, String> values = WarmUpObjects.values(100 + variant, WarmUpObjects.NAMESPACE, "uid-" + variant, 1, 1024, 5);
       List<Pod> seen = new ArrayList<>();
       seen.add(readBoth(texts.event("ADDED", WarmUpObjects.Stage.PENDING, values)));
       objects.placed(values, "n1", decision);
@@ -64,7 +64,7 @@ class WarmUpObjectsTest {
   @Test
   void theFilterRequestCarriesThePendingPodsRequestItsSelectorsAndTheNodeNames() {
     WarmUpObjects.PodTexts texts = objects.texts(3, List.of("n1", "n2"));
-    ExtenderArgs args = new ExtenderArgsReader(JSON).read(texts.filterRequest(WarmUpObjects.values(7, "uid-7", 2, 4096, 30)));
+    ExtenderArgs args = new ExtenderArgsReader(JSON).read(texts.filterRequest(WarmUpObjects.values(7, WarmUpObjects.NAMESPACE, "uid-7", 2, 4096, 30)));
 
     assertThat(args.nodeNames()).containsExactly("n1", "n2");
     Pod read = args.pod();
@@ -80,7 +80,7 @@ class WarmUpObjectsTest {
 
   @Test
   void aPlacementWithoutADecisionIsRefused() {
-    Map<String, String> values = WarmUpObjects.values(1, "uid", 1, 1024, 5);
+    Map<String, String> values = WarmUpObjects.values(1, WarmUpObjects.NAMESPACE, "uid", 1, 1024, 5);
     assertThatThrownBy(() -> objects.placed(values, "n1", Map.of())).isInstanceOf(IllegalArgumentException.class);
   }
 
