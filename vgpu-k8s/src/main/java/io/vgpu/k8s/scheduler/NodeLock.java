@@ -213,11 +213,7 @@ public final class NodeLock {
         updated.getMetadata().setAnnotations(annotations);
         client.nodes().resource(updated).update();
       } else {
-        ObjectNode patch = PodJson.mapper().createObjectNode();
-        ObjectNode metadata = patch.putObject("metadata");
-        metadata.put("resourceVersion", node.getMetadata().getResourceVersion());
-        metadata.putObject("annotations").put(ANNOTATION, value);
-        writes.patchNode(node.getMetadata().getName(), patch.toString());
+        writes.patchNode(node.getMetadata().getName(), lockPatch(node.getMetadata().getResourceVersion(), value));
       }
       return true;
     } catch (KubernetesClientException e) {
@@ -226,6 +222,18 @@ public final class NodeLock {
       }
       throw e;
     }
+  }
+
+  /**
+   * The merge patch that writes lock {@code value} on a node read at {@code resourceVersion}: the API
+   * server refuses it (409) once the node has changed since.
+   */
+  static String lockPatch(String resourceVersion, String value) {
+    ObjectNode patch = PodJson.mapper().createObjectNode();
+    ObjectNode metadata = patch.putObject("metadata");
+    metadata.put("resourceVersion", resourceVersion);
+    metadata.putObject("annotations").put(ANNOTATION, value);
+    return patch.toString();
   }
 
   private static Map<String, String> annotations(Node node) {
