@@ -19,6 +19,7 @@ import io.vgpu.core.FilterResult;
 import io.vgpu.core.NodeDevices;
 import io.vgpu.core.Placement;
 import io.vgpu.k8s.codec.HamiAnnotations;
+import io.vgpu.k8s.codec.NodeLockCodec;
 import io.vgpu.k8s.codec.NodeRegisterCodec;
 import io.vgpu.k8s.config.DeviceConfig;
 import io.vgpu.k8s.pod.PodRequestParser;
@@ -28,8 +29,12 @@ import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderBindingArgs;
 import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderBindingResult;
 import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderFilterResult;
 import java.io.IOException;
+import java.lang.management.CompilationMXBean;
+import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
+import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -41,6 +46,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 import javax.net.ssl.X509KeyManager;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -61,7 +68,11 @@ import tools.jackson.databind.json.JsonMapper;
  * WarmUpObjects} says why that matters). Nothing of the scheduler's state is touched: the
  * engine, the readers and the ledger-shaped decoder are this object's own. With a client, one round in
  * ten also reads {@code /version} from the API server through the client's HTTP client, the one the
- * scheduler's writes use: a read that any client may make and that changes nothing.
+ * scheduler's writes use: a read that any client may make and that changes nothing. Over the loopback,
+ * the writes of every second round and of every refused one (the decision patch, the FilteringSucceed
+ * Event, the node lock and the Binding, or the FilteringFailed Event) are sent as the scheduler sends
+ * them, to a private listener that only answers ({@link LoopbackApi}). After the rounds it waits, within
+ * its budget, for the JIT to compile what they queued.
  */
 final class WarmUp {
   private static final Logger LOG = LoggerFactory.getLogger(WarmUp.class);
@@ -71,12 +82,21 @@ final class WarmUp {
   private static final int ROUNDS_PER_API_READ = 10;
   private static final Duration API_READ_TIMEOUT = Duration.ofSeconds(5);
   private static final int ROUNDS_PER_REFUSAL = 10;
+  /** The longest wait after the rounds for the JIT to compile what they queued (within the budget). */
+  private static final Duration COMPILER_WAIT = Duration.ofSeconds(5);
+  private static final long COMPILER_POLL_MILLIS = 200;
+  /**
+   * One round in this many sends its writes (and every refused round): a write is a round trip through
+   * two thread pools, and writing in every round made the warm-up twice as long (16 s for 3,000 rounds
+   * on two cores).
+   */
+  private static final int ROUNDS_PER_WRITING_ROUND = 2;
   /**
    * How many placed pods the engine holds at most before the older half is given back. An engine whose
    * cards are always empty compiles a scan that has only seen equal scores and free cores; a cluster's
    * first pods then send it back to the interpreter (cards that differ, cores used up, a card refused
-   * for compute) and it is compiled again while pods wait. Held pods fill cards to between a quarter
-   * and a half of the made-up cluster's compute, with some cards full.
+   * for compute) and it is compiled again while pods wait. Holding pods leaves cards used unevenly,
+   * some with their compute used up; with this the scan was no longer compiled again in a first burst.
    */
   private static final int HELD_AT_MOST = 128;
   private static final List<WarmUpObjects.Stage> LATER_STAGES = List.of(WarmUpObjects.Stage.BOUND, WarmUpObjects.Stage.RUNNING);
@@ -91,9 +111,13 @@ final class WarmUp {
    *     warm-up ends
    * @param apiReads reads of {@code /version} answered (any status)
    * @param overLoopback whether the rounds' filter and bind calls went over the loopback listener
+   * @param writes writes answered by the loopback's API listener (none in-process, or where it could not
+   *     be started)
+   * @param compilerSettled how long it waited after the rounds for the JIT to compile what they
+   *     queued (part of {@code took})
    * @param took how long it ran
    */
-  record Outcome(int rounds, int placed, int apiReads, boolean overLoopback, Duration took) {}
+  record Outcome(int rounds, int placed, int apiReads, boolean overLoopback, int writes, Duration compilerSettled, Duration took) {}
 
   private final JsonMapper json;
   private final ResourceSchema schema;
@@ -110,6 +134,15 @@ final class WarmUp {
   /** The pods the filter reserved, by UID, until their round gives them back. */
   private final Map<String, Reserved> reserved = new ConcurrentHashMap<>();
   private volatile @Nullable CandidateNodes lastCandidates;
+  /** The writes of the rounds, while a {@link LoopbackApi} answers them. */
+  private volatile @Nullable ApiWrites writes;
+  /** Whether the current round sends its writes. */
+  private volatile boolean roundWrites;
+  private volatile @Nullable EventRecorder events;
+  /** The decision patch of the round's placed pod, which its bind waits for as the extender's does. */
+  private volatile @Nullable CompletableFuture<Void> decisionWritten;
+  /** The made-up resource version each lock patch is conditional on. */
+  private final AtomicInteger lockVersion = new AtomicInteger();
   /** Pods placed and bound whose reservations the engine still holds, oldest first. */
   private final ArrayDeque<PodRef> held = new ArrayDeque<>();
 
@@ -153,14 +186,15 @@ final class WarmUp {
    * reads of the API server stop at the first that fails (the rounds go on without them).
    */
   Outcome run(int rounds, Duration budget) {
-    return run(rounds, budget, this::inProcess, false);
+    return run(rounds, budget, this::inProcess, false, null);
   }
 
   /**
    * As {@link #run(int, Duration)}, with each round's filter and bind calls sent over the loopback
    * address to a private listener built as the extender's ({@code keys}: its certificate, if it serves
-   * HTTPS), so that Jetty, TLS and the routes are warmed as well. Where that listener cannot be started,
-   * the rounds run in this thread.
+   * HTTPS), so that Jetty, TLS and the routes are warmed as well, and with each round's writes sent to
+   * a private {@link LoopbackApi}. Where the extender's listener cannot be started, the rounds run in
+   * this thread; where the API's cannot, they run without writes.
    */
   Outcome runOverLoopback(int rounds, Duration budget, @Nullable X509KeyManager keys) {
     HttpService.Builder routes = HttpService.builder(LoopbackExtender.address()).name("warm-up").threads(2)
@@ -173,12 +207,25 @@ final class WarmUp {
       LOG.info("warm-up: no loopback listener ({}); the rounds run in-process", HttpService.oneLine(e.getMessage()));
       return run(rounds, budget);
     }
+    LoopbackApi api = null;
+    try {
+      api = LoopbackApi.start();
+      writes = new ApiWrites(api.client());
+      events = new EventRecorder(api.client(), "vgpu-scheduler", Clock.systemUTC());
+    } catch (IOException e) {
+      LOG.info("warm-up: no loopback API listener ({}); the rounds run without writes", HttpService.oneLine(e.getMessage()));
+    }
     try (wire) {
-      return run(rounds, budget, wire::post, true);
+      return run(rounds, budget, wire::post, true, api);
+    } finally {
+      stopWriting();
+      if (api != null) {
+        api.close();
+      }
     }
   }
 
-  private Outcome run(int rounds, Duration budget, Calls calls, boolean overLoopback) {
+  private Outcome run(int rounds, Duration budget, Calls calls, boolean overLoopback, @Nullable LoopbackApi api) {
     long start = System.nanoTime();
     long deadline = start + budget.toNanos();
     int done = 0;
@@ -199,9 +246,10 @@ final class WarmUp {
     } finally {
       giveBack(0);
     }
-    Outcome outcome = new Outcome(done, placed, reads, overLoopback, Duration.ofNanos(System.nanoTime() - start));
-    LOG.info("warmed up the request path{}: {} rounds ({} placed), {} API reads in {} ms", overLoopback ? " over the loopback" : "", outcome.rounds(), outcome.placed(),
-        outcome.apiReads(), outcome.took().toMillis());
+    Duration settled = awaitCompilerQuiet(Math.min(COMPILER_WAIT.toNanos(), Math.max(0, deadline - System.nanoTime())));
+    Outcome outcome = new Outcome(done, placed, reads, overLoopback, api == null ? 0 : api.writes(), settled, Duration.ofNanos(System.nanoTime() - start));
+    LOG.info("warmed up the request path{}: {} rounds ({} placed), {} API reads, {} writes, then {} ms for the JIT to settle, in {} ms",
+        overLoopback ? " over the loopback" : "", outcome.rounds(), outcome.placed(), outcome.apiReads(), outcome.writes(), settled.toMillis(), outcome.took().toMillis());
     return outcome;
   }
 
@@ -227,6 +275,7 @@ final class WarmUp {
     boolean refused = i % ROUNDS_PER_REFUSAL == ROUNDS_PER_REFUSAL - 1;
     WarmUpObjects.PodTexts pod = podTexts.get(i % podTexts.size());
     String namespace = refused ? WarmUpObjects.REFUSED_NAMESPACE : WarmUpObjects.NAMESPACE;
+    roundWrites = i % ROUNDS_PER_WRITING_ROUND == 0 || refused;
     Map<String, String> values = WarmUpObjects.values(i, namespace, uid, 1 + i % 2, refused ? 2 * CARD_MEMORY_MIB : 1024L * (1 + i % 16), 5 * (i % 11));
     watchEvents.unmarshal(pod.event("ADDED", WarmUpObjects.Stage.PENDING, values), WatchEvent.class);
     // The answers are not read: the scheduler never reads one, and the reservation says what happened.
@@ -235,6 +284,7 @@ final class WarmUp {
     if (reserved != null) {
       objects.placed(values, reserved.node(), reserved.decision());
       watchEvents.unmarshal(pod.event("MODIFIED", WarmUpObjects.Stage.DECIDED, values), WatchEvent.class);
+      awaitDecision();
       calls.post("/bind", bindRequest(values.get("NAME"), namespace, uid, reserved.node()));
       for (WarmUpObjects.Stage stage : i % 4 == 0 ? LATER_STAGES_TO_DELETION : LATER_STAGES) {
         watchEvents.unmarshal(pod.event("MODIFIED", stage, values), WatchEvent.class);
@@ -249,6 +299,77 @@ final class WarmUp {
     }
     watchEvents.unmarshal(nodeEvents.get(i % nodeEvents.size()), WatchEvent.class);
     return reserved != null;
+  }
+
+  /**
+   * Waits up to {@code maxNanos} for the JIT to go quiet: for less than a tenth of one compiler thread's
+   * time to go into compiling over a {@value #COMPILER_POLL_MILLIS} ms poll. On two cores the one C2
+   * thread is still working through what the rounds queued when they end; whatever is left of its queue
+   * would otherwise be compiled while the first pods wait.
+   *
+   * @return how long it waited
+   */
+  private static Duration awaitCompilerQuiet(long maxNanos) {
+    CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+    long start = System.nanoTime();
+    if (jit == null || !jit.isCompilationTimeMonitoringSupported()) {
+      return Duration.ZERO;
+    }
+    long compiled = jit.getTotalCompilationTime();
+    while (System.nanoTime() - start < maxNanos) {
+      try {
+        Thread.sleep(COMPILER_POLL_MILLIS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+      long now = jit.getTotalCompilationTime();
+      if (now - compiled < COMPILER_POLL_MILLIS / 10) {
+        break;
+      }
+      compiled = now;
+    }
+    return Duration.ofNanos(System.nanoTime() - start);
+  }
+
+  /** Waits for the round's decision patch, as the extender's bind does before it binds. */
+  private void awaitDecision() {
+    CompletableFuture<Void> written = decisionWritten;
+    decisionWritten = null;
+    if (written != null) {
+      try {
+        written.join();
+      } catch (RuntimeException e) {
+        stopWriting();
+        LOG.info("warm-up: a write to the loopback API failed, the rounds go on without writes: {}", HttpService.oneLine(e.getMessage()));
+      }
+    }
+  }
+
+  /**
+   * Sends {@code write} through the loopback API's client, if there is one; a failure ends the writes,
+   * not the warm-up.
+   */
+  private void write(Consumer<ApiWrites> write) {
+    ApiWrites w = writes;
+    if (w == null || !roundWrites) {
+      return;
+    }
+    try {
+      write.accept(w);
+    } catch (RuntimeException e) {
+      stopWriting();
+      LOG.info("warm-up: a write to the loopback API failed, the rounds go on without writes: {}", HttpService.oneLine(e.getMessage()));
+    }
+  }
+
+  private void stopWriting() {
+    writes = null;
+    EventRecorder recorder = events;
+    events = null;
+    if (recorder != null) {
+      recorder.close();
+    }
   }
 
   /** Gives back the oldest held pods' reservations until {@code keep} are held. */
@@ -275,12 +396,22 @@ final class WarmUp {
       PodGrant grant = placement.grant();
       String uid = args.pod().getMetadata().getUid();
       String assigned = Long.toString(1_700_000_000L + reserved.size());
-      Extender.decisionPatch(grant, assigned, null, uid);
-      Extender.successMessage(nodeNames.size(), placement.node(), result.fitting(), result.fittingCount());
+      String patch = Extender.decisionPatch(grant, assigned, null, uid);
+      write(w -> decisionWritten = w.patchPodAsync(LoopbackApi.NAMESPACE, LoopbackApi.POD, patch));
+      String message = Extender.successMessage(nodeNames.size(), placement.node(), result.fitting(), result.fittingCount());
+      EventRecorder recorder = roundWrites ? events : null;
+      if (recorder != null) {
+        recorder.normal(args.pod(), "FilteringSucceed", message);
+      }
       reserved.put(uid, new Reserved(request.pod(), placement.node(), Extender.annotations(grant, assigned, null, uid)));
       answer = new ExtenderFilterResult(null, List.of(placement.node()), null, null, "");
     } else {
-      answer = new ExtenderFilterResult(null, null, Extender.failedNodes(result.rejections()), null, "");
+      Map<String, String> failed = Extender.failedNodes(result.rejections());
+      EventRecorder recorder = roundWrites ? events : null;
+      if (recorder != null) {
+        recorder.warning(args.pod(), "FilteringFailed", "no node fits: " + failed.size() + " refused");
+      }
+      answer = new ExtenderFilterResult(null, null, failed, null, "");
     }
     return json.writeValueAsBytes(answer);
   }
@@ -289,7 +420,10 @@ final class WarmUp {
   private byte[] bind(byte[] body) {
     ExtenderBindingArgs bind = json.readValue(body, ExtenderBindingArgs.class);
     PodRef ref = new PodRef(String.valueOf(bind.podNamespace()), String.valueOf(bind.podName()));
-    Extender.bindingJson(ref, bind.podUid(), String.valueOf(bind.node()), Map.of(HamiAnnotations.BIND_PHASE, "allocating"));
+    String lock = NodeLock.lockPatch(Integer.toString(lockVersion.incrementAndGet()), NodeLockCodec.encode(Instant.now(), ref.namespace(), ref.name()));
+    write(w -> w.patchNode(LoopbackApi.NODE, lock));
+    String binding = Extender.bindingJson(ref, bind.podUid(), String.valueOf(bind.node()), Map.of(HamiAnnotations.BIND_PHASE, "allocating"));
+    write(w -> w.create(LoopbackApi.NAMESPACE, "bindings", binding));
     return json.writeValueAsBytes(ExtenderBindingResult.OK);
   }
 

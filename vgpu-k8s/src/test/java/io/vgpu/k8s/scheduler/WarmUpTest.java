@@ -8,6 +8,7 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.vgpu.k8s.config.DeviceConfig;
 import io.vgpu.k8s.pod.PodJson;
+import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -31,8 +32,8 @@ class WarmUpTest {
   void everyRoundPlacesBindsAndGivesBackItsPod() {
     WarmUp.Outcome outcome = new WarmUp(DeviceConfig.DEFAULT, JSON, null).run(300, Duration.ofMinutes(1));
 
-    // 300 pods of up to two cards on 16 nodes of 8: they fit only because each gives its cards back.
-    // One in ten asks for more memory than a card holds, and is refused.
+    // 300 pods of up to two cards on 16 nodes of 8: they fit because the engine holds at most 128 of
+    // them, giving the older half back. One in ten asks for more memory than a card holds, and is refused.
     assertThat(outcome.rounds()).isEqualTo(300);
     assertThat(outcome.placed()).isEqualTo(270);
     assertThat(outcome.apiReads()).isZero();
@@ -49,13 +50,35 @@ class WarmUpTest {
 
     assertThat(outcome.overLoopback()).isTrue();
     assertThat(outcome.rounds()).isEqualTo(300);
-    // Placed, bound over the wire and given back: 300 pods fit 16 nodes only that way.
     assertThat(outcome.placed()).isEqualTo(270);
+    // Every second round writes (the 150 even ones, all placed) and every refused one: each written
+    // pod's decision patch, node lock and Binding reached the private API listener, and its
+    // FilteringSucceed Event or the refused pods' FilteringFailed ones too, unless the recorder's queue
+    // still held them when the warm-up ended.
+    assertThat(outcome.writes()).isBetween(3 * 150, 4 * 150 + 30);
+  }
+
+  @Test
+  void overTheLoopbackNothingIsWrittenToTheSchedulersApiServer() throws Exception {
+    List<String> seen = new CopyOnWriteArrayList<>();
+    HttpServer server = apiServer(seen);
+    try (KubernetesClient client = client("http://127.0.0.1:" + server.getAddress().getPort())) {
+      WarmUp.Outcome outcome = new WarmUp(DeviceConfig.DEFAULT, JSON, client).runOverLoopback(100, Duration.ofMinutes(1), null);
+
+      assertThat(outcome.writes()).isGreaterThanOrEqualTo(3 * 50);
+      // The writes went to the warm-up's own listener; the scheduler's API server was only read.
+      assertThat(seen).hasSize(10).containsOnly("GET /version");
+    } finally {
+      server.stop(0);
+    }
   }
 
   @Test
   void inProcessTheRoundsDoNotGoOverTheLoopback() {
-    assertThat(new WarmUp(DeviceConfig.DEFAULT, JSON, null).run(10, Duration.ofMinutes(1)).overLoopback()).isFalse();
+    WarmUp.Outcome outcome = new WarmUp(DeviceConfig.DEFAULT, JSON, null).run(10, Duration.ofMinutes(1));
+
+    assertThat(outcome.overLoopback()).isFalse();
+    assertThat(outcome.writes()).isZero();
   }
 
   @Test
@@ -69,15 +92,7 @@ class WarmUpTest {
   @Test
   void oneRoundInTenReadsTheApiServersVersionThroughTheClient() throws Exception {
     List<String> seen = new CopyOnWriteArrayList<>();
-    HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
-    server.createContext("/", exchange -> {
-      seen.add(exchange.getRequestMethod() + " " + exchange.getRequestURI());
-      byte[] body = "{\"major\":\"1\",\"minor\":\"31\"}".getBytes(StandardCharsets.UTF_8);
-      exchange.sendResponseHeaders(200, body.length);
-      exchange.getResponseBody().write(body);
-      exchange.close();
-    });
-    server.start();
+    HttpServer server = apiServer(seen);
     try (KubernetesClient client = client("http://127.0.0.1:" + server.getAddress().getPort())) {
       WarmUp.Outcome outcome = new WarmUp(DeviceConfig.DEFAULT, JSON, client).run(100, Duration.ofMinutes(1));
 
@@ -102,6 +117,20 @@ class WarmUpTest {
       assertThat(outcome.placed()).isEqualTo(45);
       assertThat(outcome.apiReads()).isZero();
     }
+  }
+
+  /** An API server that answers every request with a version and notes each in {@code seen}. */
+  private static HttpServer apiServer(List<String> seen) throws IOException {
+    HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
+    server.createContext("/", exchange -> {
+      seen.add(exchange.getRequestMethod() + " " + exchange.getRequestURI());
+      byte[] body = "{\"major\":\"1\",\"minor\":\"31\"}".getBytes(StandardCharsets.UTF_8);
+      exchange.sendResponseHeaders(200, body.length);
+      exchange.getResponseBody().write(body);
+      exchange.close();
+    });
+    server.start();
+    return server;
   }
 
   private static KubernetesClient client(String master) {
