@@ -14,11 +14,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  * (fabric8's, over OkHttp): the warm-up's writes (the decision patch, the node lock, the Binding, an
  * Event) run the code that the scheduler's writes run, so that the first burst does not compile it.
  *
- * <p>It accepts exactly those writes (and the Events of refused pods), to one made-up pod and node, and keeps nothing: each is answered
- * as an API server answers a success, with the body written echoed back. The client is built from an
- * empty configuration, not the scheduler's: it has no credentials and knows no other server, so nothing
- * the warm-up writes can reach the cluster. The listener answers on 127.0.0.1 from a port the system
- * chooses, for as long as the warm-up runs.
+ * <p>It accepts exactly those writes (and the Events of refused pods), to one made-up pod and node,
+ * and keeps nothing: each is answered as an API server answers a success, with the body written echoed
+ * back. The client is built from an empty configuration, not the scheduler's: it has no credentials and
+ * knows no other server, so nothing the warm-up writes can reach the cluster. The listener answers on
+ * 127.0.0.1 from a port the system chooses, for as long as the warm-up runs.
  */
 final class LoopbackApi implements AutoCloseable {
   /** The namespace of the pod the warm-up writes to. */

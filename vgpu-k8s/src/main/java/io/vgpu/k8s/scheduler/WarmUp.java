@@ -340,8 +340,7 @@ final class WarmUp {
       try {
         written.join();
       } catch (RuntimeException e) {
-        stopWriting();
-        LOG.info("warm-up: a write to the loopback API failed, the rounds go on without writes: {}", HttpService.oneLine(e.getMessage()));
+        writeFailed(e);
       }
     }
   }
@@ -358,9 +357,13 @@ final class WarmUp {
     try {
       write.accept(w);
     } catch (RuntimeException e) {
-      stopWriting();
-      LOG.info("warm-up: a write to the loopback API failed, the rounds go on without writes: {}", HttpService.oneLine(e.getMessage()));
+      writeFailed(e);
     }
+  }
+
+  private void writeFailed(RuntimeException e) {
+    stopWriting();
+    LOG.info("warm-up: a write to the loopback API failed, the rounds go on without writes: {}", HttpService.oneLine(e.getMessage()));
   }
 
   private void stopWriting() {
