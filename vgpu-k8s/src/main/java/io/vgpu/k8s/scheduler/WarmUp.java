@@ -375,6 +375,11 @@ final class WarmUp {
     }
   }
 
+  /** How many pods this warm-up's private engine holds: none once a run has ended. */
+  int podsHeld() {
+    return engine.grants().size();
+  }
+
   /** Gives back the oldest held pods' reservations until {@code keep} are held. */
   private void giveBack(int keep) {
     while (held.size() > keep) {

@@ -29,14 +29,16 @@ class WarmUpTest {
   private static final JsonMapper JSON = PodJson.mapper().rebuild().disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES).build();
 
   @Test
-  void everyRoundPlacesBindsAndGivesBackItsPod() {
-    WarmUp.Outcome outcome = new WarmUp(DeviceConfig.DEFAULT, JSON, null).run(300, Duration.ofMinutes(1));
+  void everyRoundButTheRefusedPlacesAndBindsItsPodAndTheEngineGivesAllBackAtTheEnd() {
+    WarmUp warmUp = new WarmUp(DeviceConfig.DEFAULT, JSON, null);
+    WarmUp.Outcome outcome = warmUp.run(300, Duration.ofMinutes(1));
 
     // 300 pods of up to two cards on 16 nodes of 8: they fit because the engine holds at most 128 of
     // them, giving the older half back. One in ten asks for more memory than a card holds, and is refused.
     assertThat(outcome.rounds()).isEqualTo(300);
     assertThat(outcome.placed()).isEqualTo(270);
     assertThat(outcome.apiReads()).isZero();
+    assertThat(warmUp.podsHeld()).isZero();
   }
 
   @Test
