@@ -361,6 +361,14 @@ final class WarmUp {
     }
   }
 
+  /** Records {@code event} through the loopback API's recorder, if there is one and the round writes. */
+  private void record(Consumer<EventRecorder> event) {
+    EventRecorder r = events;
+    if (r != null && roundWrites) {
+      event.accept(r);
+    }
+  }
+
   private void writeFailed(RuntimeException e) {
     stopWriting();
     LOG.info("warm-up: a write to the loopback API failed, the rounds go on without writes: {}", HttpService.oneLine(e.getMessage()));
@@ -407,18 +415,12 @@ final class WarmUp {
       String patch = Extender.decisionPatch(grant, assigned, null, uid);
       write(w -> decisionWritten = w.patchPodAsync(LoopbackApi.NAMESPACE, LoopbackApi.POD, patch));
       String message = Extender.successMessage(nodeNames.size(), placement.node(), result.fitting(), result.fittingCount());
-      EventRecorder recorder = roundWrites ? events : null;
-      if (recorder != null) {
-        recorder.normal(args.pod(), "FilteringSucceed", message);
-      }
+      record(r -> r.normal(args.pod(), "FilteringSucceed", message));
       reserved.put(uid, new Reserved(request.pod(), placement.node(), Extender.annotations(grant, assigned, null, uid)));
       answer = new ExtenderFilterResult(null, List.of(placement.node()), null, null, "");
     } else {
       Map<String, String> failed = Extender.failedNodes(result.rejections());
-      EventRecorder recorder = roundWrites ? events : null;
-      if (recorder != null) {
-        recorder.warning(args.pod(), "FilteringFailed", "no node fits: " + failed.size() + " refused");
-      }
+      record(r -> r.warning(args.pod(), "FilteringFailed", "no node fits: " + failed.size() + " refused"));
       answer = new ExtenderFilterResult(null, null, failed, null, "");
     }
     return json.writeValueAsBytes(answer);
