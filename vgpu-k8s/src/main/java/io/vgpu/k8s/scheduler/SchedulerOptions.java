@@ -50,7 +50,8 @@ import java.util.Optional;
  * @param gangHoldTimeout how long a gang's reservation waits for all its members to be bound before
  *     those not bound give theirs back ({@code --gang-hold-timeout}, default 60s)
  * @param warmUpRounds rounds of the request path run on made-up pods before the listeners start, so
- *     that the first pods find it compiled ({@code --warm-up-rounds}; 0 runs none, as here by default)
+ *     that the first pods find it compiled ({@code --warm-up-rounds}; 0 runs none, as here by default;
+ *     a JVM without C2 runs at most {@code WarmUpRounds.WITHOUT_C2} of them)
  */
 public record SchedulerOptions(
     String httpBind,

@@ -222,10 +222,14 @@ public final class SchedulerServer implements AutoCloseable {
     Optional<ClientCertificateAuthority> webhookClients = authority("--webhook-client-ca-file", options.webhookClientCaFile());
     ReloadingKeyManager keys =
         options.certFile().isPresent() ? new ReloadingKeyManager(options.certFile().get(), options.keyFile().orElseThrow(), Duration.ofSeconds(10), clock) : null;
-    if (options.warmUpRounds() > 0) {
+    int warmUpRounds = WarmUpRounds.forThisJvm(options.warmUpRounds());
+    if (warmUpRounds < options.warmUpRounds()) {
+      LOG.info("warm-up: {} rounds of the {} asked for, as this JVM compiles without C2", warmUpRounds, options.warmUpRounds());
+    }
+    if (warmUpRounds > 0) {
       // Before the listeners: kube-scheduler's first calls would otherwise share the CPU with it. Over
       // the loopback, with the extender's certificate, so that Jetty and TLS are warmed too.
-      new WarmUp(effective, JSON, client).runOverLoopback(options.warmUpRounds(), WARM_UP_BUDGET, keys);
+      new WarmUp(effective, JSON, client).runOverLoopback(warmUpRounds, WARM_UP_BUDGET, keys);
     }
     boolean ownListener = !options.extenderBind().isEmpty();
     HttpService.Builder webhookRoutes = HttpService.builder(HttpService.parseAddress("--http_bind", options.httpBind())).name(ownListener ? "webhook" : "extender");
