@@ -153,7 +153,7 @@ public final class SchedulerCommand implements Callable<Integer> {
   @Option(names = "--kubeconfig", description = "Kubeconfig file; without it, the in-cluster configuration.")
   @Nullable Path kubeconfig;
 
-  @Option(names = "--warm-up-rounds", defaultValue = "3000",
+  @Option(names = "--warm-up-rounds", defaultValue = "6000",
       description = "Rounds of the request path (over a private loopback listener) run on made-up pods before the extender listens, so that the first pods find it compiled; 0 for none (default ${DEFAULT-VALUE}, at most 20 s; at most 600 where the JVM compiles without C2, as with -XX:TieredStopAtLevel=1).")
   int warmUpRounds;
 

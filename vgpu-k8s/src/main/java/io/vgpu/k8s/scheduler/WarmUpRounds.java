@@ -13,7 +13,10 @@ import java.util.Optional;
  * scheduler's start, 600 take about 5.
  */
 final class WarmUpRounds {
-  /** The most rounds run without C2: every call of a round's path has passed C1's thresholds by then. */
+  /**
+   * The most rounds run without C2: three times C1's threshold of 200 calls for what every round runs.
+   * What only the refused rounds (one in ten) run is left to the first pods that are refused.
+   */
   static final int WITHOUT_C2 = 600;
 
   private WarmUpRounds() {}
