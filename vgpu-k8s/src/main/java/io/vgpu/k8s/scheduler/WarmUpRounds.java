@@ -21,13 +21,14 @@ final class WarmUpRounds {
 
   private WarmUpRounds() {}
 
-  /** {@code requested}, or {@value #WITHOUT_C2} if fewer, where this JVM has no C2. */
+  /** {@code requested}, or {@value #WITHOUT_C2} where that is fewer and this JVM has no C2. */
   static int forThisJvm(int requested) {
     return forJit(requested, ManagementFactory.getCompilationMXBean() != null, vmOption("TieredCompilation"), vmOption("TieredStopAtLevel"));
   }
 
   /**
-   * {@code requested}, or {@value #WITHOUT_C2} if fewer, where the JIT these flags describe has no C2.
+   * {@code requested}, or {@value #WITHOUT_C2} where that is fewer and the JIT these flags describe has
+   * no C2.
    *
    * @param jit whether the JVM compiles at all ({@code -Xint} does not)
    * @param tieredCompilation HotSpot's {@code TieredCompilation}, empty on a JVM without it
