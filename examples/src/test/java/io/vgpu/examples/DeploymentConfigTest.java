@@ -195,12 +195,13 @@ class DeploymentConfigTest {
     assertThat(extenderBind).startsWith("127.0.0.1:");
     assertThat(extender.path("urlPrefix").asString()).isEqualTo("https://" + extenderBind);
     int metricsPort = Integer.parseInt(metricsBind.substring(metricsBind.lastIndexOf(':') + 1));
-    for (String probe : List.of("readinessProbe", "livenessProbe")) {
+    for (String probe : List.of("readinessProbe", "startupProbe", "livenessProbe")) {
       JsonNode get = container.path(probe).path("httpGet");
       assertThat(get.path("port").asInt()).as(probe).isEqualTo(metricsPort);
       assertThat(get.path("scheme").asString("HTTP")).as(probe).isEqualTo("HTTP");
     }
     assertThat(container.path("readinessProbe").path("httpGet").path("path").asString()).isEqualTo("/readyz");
     assertThat(container.path("livenessProbe").path("httpGet").path("path").asString()).isEqualTo("/healthz");
+    assertThat(container.path("startupProbe").path("httpGet").path("path").asString()).isEqualTo("/healthz");
   }
 }
