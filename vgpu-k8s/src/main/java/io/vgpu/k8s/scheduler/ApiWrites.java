@@ -64,6 +64,14 @@ final class ApiWrites {
   }
 
   /**
+   * As {@link #create(String, String, String)}, without waiting for the answer: the future fails with
+   * the {@link KubernetesClientException} that it would throw.
+   */
+  CompletableFuture<Void> createAsync(String namespace, String plural, String json) {
+    return sendAsync(client.getHttpClient().newHttpRequestBuilder().uri(base + "/api/v1/namespaces/" + namespace + "/" + plural).post(JSON, json));
+  }
+
+  /**
    * As {@link #patchPod}, without waiting for the answer: the future fails with the {@link
    * KubernetesClientException} that {@link #patchPod} would throw.
    */

@@ -9,10 +9,12 @@ import java.io.StringWriter;
 import java.time.Clock;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
-import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
+import java.util.Queue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -21,9 +23,11 @@ import tools.jackson.core.JsonGenerator;
 
 /**
  * Records core/v1 Events on pods, as {@code kubectl describe pod} shows them. Recording is best effort:
- * a failure is logged, never propagated into scheduling. Events are written by a thread of their own,
- * as client-go's recorder does, so that no filter or bind waits for an API round trip to report
- * itself; when the API server falls behind by more than {@value #QUEUE} events, new ones are dropped.
+ * a failure is logged, never propagated into scheduling, and no filter or bind waits for an API round
+ * trip to report itself. Events are written one at a time, in the order recorded: the caller sends one
+ * when none is on its way, and each answer sends the next, on the HTTP client's thread. No thread of
+ * the recorder's own stands between (one cost two thread wake-ups per Event, two Events per scheduled
+ * pod). When the API server falls behind by more than {@value #QUEUE} Events, new ones are dropped.
  */
 public final class EventRecorder {
   private static final Logger LOG = LoggerFactory.getLogger(EventRecorder.class);
@@ -36,21 +40,29 @@ public final class EventRecorder {
   private final Clock clock;
   private final AtomicLong sequence = new AtomicLong();
   private final AtomicLong dropped = new AtomicLong();
-  private final ThreadPoolExecutor writer;
+  private final Queue<PendingEvent> pending = new ConcurrentLinkedQueue<>();
+  /** How many Events may wait in {@link #pending}. */
+  private final int queue;
+  /** How many Events wait in {@link #pending}. */
+  private final AtomicInteger waiting = new AtomicInteger();
+  /** Whether an Event is on its way to the API server. */
+  private final AtomicBoolean writing = new AtomicBoolean();
+  private volatile boolean closed;
+
+  /** An Event recorded and not yet sent: its JSON is made when it is sent. */
+  private record PendingEvent(String eventName, String namespace, String name, ObjectReference involved, String type, String reason, String message, Instant at) {}
 
   /** A recorder reporting as {@code component} (e.g. {@code vgpu-scheduler}). */
   public EventRecorder(KubernetesClient client, String component, Clock clock) {
+    this(client, component, clock, QUEUE);
+  }
+
+  /** A recorder that keeps at most {@code queue} Events waiting behind the one on its way. */
+  EventRecorder(KubernetesClient client, String component, Clock clock, int queue) {
     this.writes = new ApiWrites(client);
     this.component = component;
     this.clock = clock;
-    this.writer =
-        new ThreadPoolExecutor(1, 1, 30, TimeUnit.SECONDS, new ArrayBlockingQueue<>(QUEUE), r -> {
-          Thread t = new Thread(r, "vgpu-events");
-          t.setDaemon(true);
-          return t;
-        });
-    // An idle recorder holds no thread.
-    this.writer.allowCoreThreadTimeOut(true);
+    this.queue = queue;
   }
 
   /** Records a Normal event. */
@@ -83,22 +95,57 @@ public final class EventRecorder {
   }
 
   private void write(String namespace, String name, ObjectReference involved, String type, String reason, String message) {
-    Instant at = clock.instant();
-    String eventName = name + "." + Long.toHexString(Instant.now().toEpochMilli()) + sequence.incrementAndGet();
-    try {
-      // Made and written on the recorder's thread: the caller only hands the fields over.
-      writer.execute(() -> {
-        try {
-          writes.create(namespace, "events", json(eventName, namespace, involved, type, reason, message, at));
-        } catch (KubernetesClientException e) {
-          LOG.debug("could not record {} event on {}/{}: {}", reason, namespace, name, e.getMessage());
-        }
-      });
-    } catch (RejectedExecutionException e) {
+    if (closed) {
+      return;
+    }
+    if (waiting.incrementAndGet() > queue) {
+      waiting.decrementAndGet();
       if (dropped.incrementAndGet() % QUEUE == 1) {
         LOG.warn("the API server is behind on Events: {} dropped so far", dropped.get());
       }
+      return;
     }
+    String eventName = name + "." + Long.toHexString(Instant.now().toEpochMilli()) + sequence.incrementAndGet();
+    pending.add(new PendingEvent(eventName, namespace, name, involved, type, reason, message, clock.instant()));
+    sendNext();
+  }
+
+  /**
+   * Sends the oldest waiting Event unless one is on its way. An answer that has come by the time the
+   * write returns (a refusal before any I/O) is settled here, in the loop, so that a run of them never
+   * deepens the stack.
+   */
+  private void sendNext() {
+    while (!closed && !pending.isEmpty() && writing.compareAndSet(false, true)) {
+      PendingEvent next = pending.poll();
+      if (next == null) {
+        writing.set(false);
+        continue;
+      }
+      waiting.decrementAndGet();
+      CompletableFuture<Void> sent;
+      try {
+        sent = writes.createAsync(next.namespace(), "events", json(next.eventName(), next.namespace(), next.involved(), next.type(), next.reason(), next.message(), next.at()));
+      } catch (RuntimeException e) {
+        sent = CompletableFuture.failedFuture(e);
+      }
+      if (sent.isDone()) {
+        settled(next, sent.handle((v, e) -> e).join());
+        continue;
+      }
+      sent.whenComplete((v, e) -> {
+        settled(next, e);
+        sendNext();
+      });
+    }
+  }
+
+  private void settled(PendingEvent event, @Nullable Throwable failure) {
+    if (failure != null) {
+      Throwable cause = failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
+      LOG.debug("could not record {} event on {}/{}: {}", event.reason(), event.namespace(), event.name(), cause.getMessage());
+    }
+    writing.set(false);
   }
 
   /**
@@ -144,8 +191,9 @@ public final class EventRecorder {
     }
   }
 
-  /** Stops writing; Events not written yet are dropped. */
+  /** Stops writing; Events not sent yet are dropped. */
   public void close() {
-    writer.shutdownNow();
+    closed = true;
+    pending.clear();
   }
 }
