@@ -57,6 +57,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
 import java.util.function.Supplier;
 import java.util.stream.Collectors;
 import org.jspecify.annotations.Nullable;
@@ -854,15 +855,19 @@ public final class Extender {
       ledger.bindEnded(ref);
       return refused(pod, problem);
     }
-    return lock(ref, nodeName, deadline, null, abandoned)
-        .thenApplyAsync(locked -> {
-          // The wait is over, but nobody may be waiting for the answer any more.
-          if (abandoned.isDone()) {
-            locks.release(nodeName, ref, false);
-            throw new CompletionException(new BindAbandonedException());
-          }
-          return post(pod, ref, nodeName, uid, true);
-        }, binds)
+    Function<Void, ExtenderBindingResult> posting = locked -> {
+      // The wait is over, but nobody may be waiting for the answer any more.
+      if (abandoned.isDone()) {
+        locks.release(nodeName, ref, false);
+        throw new CompletionException(new BindAbandonedException());
+      }
+      return post(pod, ref, nodeName, uid, true);
+    };
+    CompletableFuture<Void> lock = lock(ref, nodeName, deadline, null, abandoned);
+    // A lock taken at once is posted on this thread, which already waited for the lock's write; only a
+    // bind that waited for its turn continues on a bind thread.
+    CompletableFuture<ExtenderBindingResult> posted = lock.isDone() ? lock.thenApply(posting) : lock.thenApplyAsync(posting, binds);
+    return posted
         .exceptionally(e -> {
           Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
           if (!(cause instanceof NodeLock.ContentionException) && !(cause instanceof KubernetesClientException) && !(cause instanceof BindAbandonedException)) {
