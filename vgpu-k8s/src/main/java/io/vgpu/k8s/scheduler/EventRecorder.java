@@ -9,12 +9,11 @@ import java.io.StringWriter;
 import java.time.Clock;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
-import java.util.Queue;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -40,11 +39,8 @@ public final class EventRecorder {
   private final Clock clock;
   private final AtomicLong sequence = new AtomicLong();
   private final AtomicLong dropped = new AtomicLong();
-  private final Queue<PendingEvent> pending = new ConcurrentLinkedQueue<>();
-  /** How many Events may wait in {@link #pending}. */
-  private final int queue;
-  /** How many Events wait in {@link #pending}. */
-  private final AtomicInteger waiting = new AtomicInteger();
+  /** The Events behind the one on its way; a full queue drops new ones. */
+  private final BlockingQueue<PendingEvent> pending;
   /** Whether an Event is on its way to the API server. */
   private final AtomicBoolean writing = new AtomicBoolean();
   private volatile boolean closed;
@@ -66,7 +62,7 @@ public final class EventRecorder {
     this.writes = new ApiWrites(client);
     this.component = component;
     this.clock = clock;
-    this.queue = queue;
+    this.pending = new ArrayBlockingQueue<>(queue);
   }
 
   /** Records a Normal event. */
@@ -102,15 +98,13 @@ public final class EventRecorder {
     if (closed) {
       return;
     }
-    if (waiting.incrementAndGet() > queue) {
-      waiting.decrementAndGet();
+    String eventName = name + "." + Long.toHexString(Instant.now().toEpochMilli()) + sequence.incrementAndGet();
+    if (!pending.offer(new PendingEvent(namespace, name, reason, json(eventName, namespace, involved, type, reason, message, clock.instant())))) {
       if (dropped.incrementAndGet() % QUEUE == 1) {
         LOG.warn("the API server is behind on Events: {} dropped so far", dropped.get());
       }
       return;
     }
-    String eventName = name + "." + Long.toHexString(Instant.now().toEpochMilli()) + sequence.incrementAndGet();
-    pending.add(new PendingEvent(namespace, name, reason, json(eventName, namespace, involved, type, reason, message, clock.instant())));
     sendNext();
   }
 
@@ -126,7 +120,6 @@ public final class EventRecorder {
         writing.set(false);
         continue;
       }
-      waiting.decrementAndGet();
       CompletableFuture<Void> sent;
       try {
         sent = writes.createAsync(next.namespace(), "events", next.json());
