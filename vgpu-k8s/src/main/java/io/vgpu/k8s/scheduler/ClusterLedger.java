@@ -264,6 +264,19 @@ public final class ClusterLedger implements AutoCloseable {
     return informer == null ? List.of() : informer.getIndexer().list();
   }
 
+  /**
+   * Adds a handler of the pod informer's events after the ledger's own, called on the thread that
+   * received each event: a test that holds one there makes the ledger lag behind the API server, as a
+   * slow watch does. Only once started.
+   */
+  void addPodEventHandler(ResourceEventHandler<Pod> handler) {
+    SharedIndexInformer<Pod> informer = pods;
+    if (informer == null) {
+      throw new IllegalStateException("the ledger is not started");
+    }
+    informer.addEventHandler(handler);
+  }
+
   /** Every pod in the informer cache, lean. */
   public List<Pod> pods() {
     SharedIndexInformer<Pod> informer = pods;
