@@ -1,9 +1,12 @@
 package io.vgpu.bench;
 
+import io.vgpu.core.CandidateNodes;
 import io.vgpu.core.CompiledRequest;
 import io.vgpu.core.Engine;
 import io.vgpu.core.FilterResult;
 import io.vgpu.core.FitPathFloor;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.AuxCounters;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -21,6 +24,9 @@ import org.openjdk.jmh.annotations.State;
  * filterAndScore}, HAMi's binpack or spread at node and card level), and the floor under it ({@code
  * rawScan}: one pass reading every per-device field the fit test reads, once, with its bytes counted
  * so that JMH reports the achieved bandwidth). Divide a result by {@code nodes} for the time per node.
+ * {@code extenderScan} is the scan as the scheduler's extender runs it for a pod that most nodes refuse
+ * (four whole cards on half-used nodes): every node named, 20 fitting nodes listed, with or without each
+ * refused node's reason.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
@@ -35,6 +41,8 @@ public class FitPathBenchmark {
     Engine engine;
     CompiledRequest binpack;
     CompiledRequest spread;
+    CompiledRequest fourWholeCards;
+    CandidateNodes everyNode;
     FitPathFloor floor;
 
     @Setup(Level.Trial)
@@ -42,6 +50,12 @@ public class FitPathBenchmark {
       engine = BenchCluster.halfUsed(nodes, false, 42, FitPathFloor.provider());
       binpack = engine.compile(BenchCluster.probe("binpack"));
       spread = engine.compile(BenchCluster.probe("spread"));
+      fourWholeCards = engine.compile(BenchCluster.pod("four-cards", new long[] {4, BenchCluster.CARD_MIB, 100}, "binpack"));
+      List<String> names = new ArrayList<>(nodes);
+      for (int n = 0; n < nodes; n++) {
+        names.add(BenchCluster.nodeName(n));
+      }
+      everyNode = engine.candidates(names, null);
       floor = FitPathFloor.of(engine);
     }
   }
@@ -51,6 +65,13 @@ public class FitPathBenchmark {
   public static class Policy {
     @Param({"binpack", "spread"})
     public String policy;
+  }
+
+  /** Whether the extender's scan gives each refused node's reason (as when nothing fits) or counts them (as when the pod is placed). */
+  @State(Scope.Benchmark)
+  public static class Reasons {
+    @Param({"true", "false"})
+    public boolean reasons;
   }
 
   /**
@@ -71,6 +92,11 @@ public class FitPathBenchmark {
   @Benchmark
   public FilterResult filterAndScore(Cluster cluster, Policy policy) {
     return cluster.engine.filter("spread".equals(policy.policy) ? cluster.spread : cluster.binpack, null, false);
+  }
+
+  @Benchmark
+  public FilterResult extenderScan(Cluster cluster, Reasons reasons) {
+    return cluster.engine.filterResolved(cluster.fourWholeCards, cluster.everyNode, 20, reasons.reasons);
   }
 
   @Benchmark

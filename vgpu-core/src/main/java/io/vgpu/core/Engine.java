@@ -546,7 +546,7 @@ public final class Engine {
    */
   public FilterResult filterResolved(CompiledRequest request, CandidateNodes candidates, boolean detailed) {
     boolean current = candidates.engine == this && candidates.membership == membership.get();
-    return scan(request, current ? candidates : resolve(candidates.names), detailed, Integer.MAX_VALUE);
+    return scan(request, current ? candidates : resolve(candidates.names), detailed);
   }
 
   /**
@@ -556,19 +556,35 @@ public final class Engine {
    * node of thousands.
    */
   public FilterResult filterResolved(CompiledRequest request, CandidateNodes candidates, int fittingListed) {
+    return filterResolved(request, candidates, fittingListed, true);
+  }
+
+  /**
+   * As {@link #filterResolved(CompiledRequest, CandidateNodes, int)}, with each rejected node's reason
+   * only where {@code reasons} asks for it. Without, {@link FilterResult#rejections} is empty and the
+   * rejected nodes are only counted (the candidates less {@link FilterResult#fittingCount}): a node that
+   * the fast screen refuses is not fitted again card by card to say why. That is what a scheduler whose
+   * pod is placed needs; in a nearly full cluster most candidates are rejected, and their reasons were
+   * most of the scan.
+   */
+  public FilterResult filterResolved(CompiledRequest request, CandidateNodes candidates, int fittingListed, boolean reasons) {
     if (fittingListed < 0) {
       throw new IllegalArgumentException("fittingListed must not be negative: " + fittingListed);
     }
     boolean current = candidates.engine == this && candidates.membership == membership.get();
-    return scan(request, current ? candidates : resolve(candidates.names), true, fittingListed);
+    return scan(request, current ? candidates : resolve(candidates.names), true, reasons, fittingListed);
   }
 
   /** The filter's scan over the candidates, or over every registered node when they are {@code null}. */
   private FilterResult scan(CompiledRequest request, @Nullable CandidateNodes candidates, boolean detailed) {
-    return scan(request, candidates, detailed, Integer.MAX_VALUE);
+    return scan(request, candidates, detailed, detailed, Integer.MAX_VALUE);
   }
 
-  private FilterResult scan(CompiledRequest request, @Nullable CandidateNodes candidates, boolean detailed, int fittingListed) {
+  /**
+   * @param listFitting whether fitting nodes are listed (up to {@code fittingListed}) and counted
+   * @param reasons whether each rejected node is listed with its reason
+   */
+  private FilterResult scan(CompiledRequest request, @Nullable CandidateNodes candidates, boolean listFitting, boolean reasons, int fittingListed) {
     String queue = request.request.queue();
     if (queue != null) {
       Waiting missing = queues.admissible(queue);
@@ -582,8 +598,8 @@ public final class Engine {
     // it costs no card ranking. A policy that scores usage only needs nothing more from the scan.
     CardDemand fastDemand = request.fastContainer >= 0 && quota == null ? request.appDemands[request.fastContainer] : null;
     boolean screen = fastDemand != null;
-    List<FilterResult.NodeScore> fitting = detailed ? new ArrayList<>() : List.of();
-    List<NodeRejection> rejections = detailed ? new ArrayList<>() : List.of();
+    List<FilterResult.NodeScore> fitting = listFitting ? new ArrayList<>() : List.of();
+    List<NodeRejection> rejections = reasons ? new ArrayList<>() : List.of();
     NodeState best = null;
     double bestScore = Double.NEGATIVE_INFINITY;
     int fittingCount = 0;
@@ -604,7 +620,7 @@ public final class Engine {
       // An unregistered snapshot has no device, so the fast path refuses it without looking.
       boolean screenedOut = screen && !fastFits(state, request, fastDemand);
       if (screenedOut || (!fast && (!state.registered || !fitter.fit(state, request, quota)))) {
-        if (detailed) {
+        if (reasons) {
           if (!state.registered) {
             rejections.add(NodeRejection.unregistered(candidates == null ? list.names[i] : candidates.names.get(i)));
           } else {
@@ -618,7 +634,7 @@ public final class Engine {
       }
       double score = request.policy.scoreNode(state, fast ? NO_PLACEMENT : fitter);
       fittingCount++;
-      if (detailed && fitting.size() < fittingListed) {
+      if (listFitting && fitting.size() < fittingListed) {
         fitting.add(new FilterResult.NodeScore(state.name, score));
       }
       if (score > bestScore) {
@@ -641,7 +657,7 @@ public final class Engine {
         return FilterResult.waiting(over);
       }
     }
-    return new FilterResult(Optional.of(placement), fitting, rejections, Optional.empty(), detailed ? fittingCount : 0);
+    return new FilterResult(Optional.of(placement), fitting, rejections, Optional.empty(), listFitting ? fittingCount : 0);
   }
 
   /** Nodes per prefetch block: their snapshots' lines (about 12 KiB for 64) stay in the L1 cache. */

@@ -13,7 +13,7 @@ import java.util.Optional;
  *     asked for)
  * @param waiting why the pod waits whatever the cards (its queue is missing or at its limit), in which
  *     case there is no placement and no node is listed
- * @param fittingCount how many nodes the pod fits on when reasons were asked for, also those {@code
+ * @param fittingCount how many nodes the pod fits on when they were listed, also those {@code
  *     fitting} leaves out when it lists only the first few ({@link Engine#filterResolved(CompiledRequest,
  *     CandidateNodes, int)}); 0 otherwise
  */

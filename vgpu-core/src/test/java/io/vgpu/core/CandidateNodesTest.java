@@ -120,6 +120,25 @@ class CandidateNodesTest {
     assertThat(capped.fitting()).isEqualTo(full.fitting().subList(0, Math.min(listed, full.fitting().size())));
   }
 
+  /**
+   * Without reasons the rejected nodes are only counted: the same placement, fitting nodes and count, no
+   * rejection listed, and the candidates less the fitting count are the rejections that reasons list.
+   */
+  @Property(tries = 200)
+  void withoutReasonsTheRejectionsAreOnlyCounted(@ForAll("names") List<String> names, @ForAll @net.jqwik.api.constraints.IntRange(max = 8) int listed) {
+    // n0 has one card and "gone" and "other" are not registered: rejected both ways.
+    Engine e = engineWithNodes();
+    CandidateNodes resolved = e.candidates(names, null);
+    CompiledRequest request = twoCards(e);
+    FilterResult withReasons = e.filterResolved(request, resolved, listed, true);
+    FilterResult counted = e.filterResolved(request, resolved, listed, false);
+    assertThat(counted.placement()).isEqualTo(withReasons.placement());
+    assertThat(counted.fitting()).isEqualTo(withReasons.fitting());
+    assertThat(counted.fittingCount()).isEqualTo(withReasons.fittingCount());
+    assertThat(counted.rejections()).isEmpty();
+    assertThat(names.size() - counted.fittingCount()).isEqualTo(withReasons.rejections().size());
+  }
+
   @Provide
   Arbitrary<List<String>> names() {
     return Arbitraries.of("n0", "n1", "n2", "n3", "n4", "n5", "gone", "other").list().ofMaxSize(10);

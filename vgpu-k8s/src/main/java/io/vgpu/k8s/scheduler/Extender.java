@@ -260,15 +260,19 @@ public final class Extender {
     ledger.filtering(ref, uid.isEmpty() ? null : uid);
     engine.release(ref);
     for (int attempt = 0; attempt < RESERVE_ATTEMPTS; attempt++) {
-      // Every rejection (kube-scheduler gets each node's reason), but only the fitting nodes the event names.
-      FilterResult result = engine.filterResolved(compiled, resolved, MESSAGE_NODES);
+      // Only the fitting nodes the event names, and the rejected ones counted: a pod that is placed is
+      // answered with its node alone, as HAMi answers it (kube-scheduler reads FailedNodes only when no
+      // node is left), so their reasons are worked out only when nothing fits.
+      FilterResult result = engine.filterResolved(compiled, resolved, MESSAGE_NODES, false);
+      if (result.placement().isEmpty() && result.waiting().isEmpty()) {
+        result = engine.filterResolved(compiled, resolved, MESSAGE_NODES, true);
+      }
       if (result.waiting().isPresent()) {
         return waiting(pod, ref, uid, candidates, result.waiting().get());
       }
-      Map<String, String> failed = failedNodes(result.rejections());
       if (result.placement().isEmpty()) {
         reportUnschedulable(pod, ref, compiled, candidates, result.rejections());
-        return new ExtenderFilterResult(null, null, failed, null, "");
+        return new ExtenderFilterResult(null, null, failedNodes(result.rejections()), null, "");
       }
       Placement placement = result.placement().get();
       ReserveResult reserved = engine.reserve(placement);
@@ -282,7 +286,7 @@ public final class Extender {
       writeBehind(pod, placement.grant(), uid, kai);
       metrics.schedulable(ref);
       events.normal(pod, "FilteringSucceed", successMessage(candidates.size(), placement.node(), result.fitting(), result.fittingCount()));
-      return new ExtenderFilterResult(null, List.of(placement.node()), failed.isEmpty() ? null : failed, null, "");
+      return new ExtenderFilterResult(null, List.of(placement.node()), null, null, "");
     }
     return ExtenderFilterResult.error("pod " + ref + ": every fitting node was taken by concurrent reservations; retry");
   }

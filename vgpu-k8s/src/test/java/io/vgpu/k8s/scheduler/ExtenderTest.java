@@ -11,6 +11,7 @@ import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import io.vgpu.api.PodRef;
 import io.vgpu.core.QuotaLimits;
 import io.vgpu.k8s.codec.HamiAnnotations;
+import io.vgpu.k8s.pod.PodJson;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -21,6 +22,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.node.ObjectNode;
 
 /** The extender over real HTTP against a CRUD mock API server. */
 @EnableKubernetesMockClient(crud = true)
@@ -114,6 +116,24 @@ class ExtenderTest {
     assertThat(event.getMessage()).startsWith("0/3 nodes fit: 2 nodes CardInsufficientMemory(worker1,worker2); 1 nodes node unregistered(ghost)");
     // No card can take 50000 MiB of its 40960: there is no nearest fix to offer.
     assertThat(event.getMessage()).doesNotContain("Nearest");
+  }
+
+  /**
+   * A placed pod's answer names its node alone, as HAMi's does: kube-scheduler reads FailedNodes only
+   * when no node is left, so the nodes that do not fit are counted in the Event, not listed.
+   */
+  @Test
+  void aPlacedPodIsAnsweredWithItsNodeAloneAndTheOthersCountedInTheEvent() throws Exception {
+    Pod pod = cluster.create(gpuPod("default", "placed", Map.of("nvidia.com/gpu", "2", "nvidia.com/gpumem", "1000"), Map.of()));
+    ObjectNode args = PodJson.mapper().createObjectNode();
+    args.set("Pod", PodJson.toTree(pod));
+    args.putNull("Nodes");
+    args.putArray("NodeNames").add("ghost").add("worker1");
+    assertThat(cluster.post("/filter", args.toString()).body())
+        .isEqualTo("{\"Nodes\":null,\"NodeNames\":[\"worker1\"],\"FailedNodes\":null,\"FailedAndUnresolvableNodes\":null,\"Error\":\"\"}");
+    ClusterHarness.await(() -> client.v1().events().inNamespace("default").list().getItems().stream().anyMatch(e -> "FilteringSucceed".equals(e.getReason())), "an event");
+    var event = client.v1().events().inNamespace("default").list().getItems().stream().filter(e -> "FilteringSucceed".equals(e.getReason())).findFirst().orElseThrow();
+    assertThat(event.getMessage()).startsWith("find fit node(worker1), 1 nodes not fit, 1 nodes fit(worker1:");
   }
 
   @Test
