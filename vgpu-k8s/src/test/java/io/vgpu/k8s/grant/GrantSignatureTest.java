@@ -3,7 +3,14 @@ package io.vgpu.k8s.grant;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import org.junit.jupiter.api.Test;
 
 /** The scheduler's signature of a grant: bound to the pod's UID, its node and its cards, under one key. */
@@ -23,6 +30,32 @@ class GrantSignatureTest {
   void theSignatureIsAGoldenStringOfTheKeyAndTheGrant() {
     // HMAC-SHA256 over "36:<uid>6:worker22:<allocated>", unpadded base64url, after "v1." (checked with Python's hmac)
     assertThat(new GrantSignature(KEY).sign(UID, NODE, ALLOCATED)).isEqualTo("v1.miyhMHsJBH2ae2RiyDMXlu_H8EF03msLaVovJaI6wbY");
+  }
+
+  /** One signer on many threads at once, and many times on each: every signature is the golden one. */
+  @Test
+  void aSignerSharedByThreadsSignsAsOneAlone() throws Exception {
+    GrantSignature signer = new GrantSignature(KEY);
+    String golden = "v1.miyhMHsJBH2ae2RiyDMXlu_H8EF03msLaVovJaI6wbY";
+    ExecutorService threads = Executors.newFixedThreadPool(4);
+    try {
+      List<Future<Set<String>>> results = new ArrayList<>();
+      for (int t = 0; t < 4; t++) {
+        results.add(threads.submit(() -> {
+          Set<String> seen = new HashSet<>();
+          for (int i = 0; i < 2_000; i++) {
+            seen.add(signer.sign(UID, NODE, ALLOCATED));
+            signer.sign("other-" + i, NODE, ALLOCATED);
+          }
+          return seen;
+        }));
+      }
+      for (Future<Set<String>> r : results) {
+        assertThat(r.get()).containsExactly(golden);
+      }
+    } finally {
+      threads.shutdownNow();
+    }
   }
 
   @Test
