@@ -260,13 +260,7 @@ public final class Extender {
     ledger.filtering(ref, uid.isEmpty() ? null : uid);
     engine.release(ref);
     for (int attempt = 0; attempt < RESERVE_ATTEMPTS; attempt++) {
-      // Only the fitting nodes the event names, and the rejected ones counted: a pod that is placed is
-      // answered with its node alone, as HAMi answers it (kube-scheduler reads FailedNodes only when no
-      // node is left), so their reasons are worked out only when nothing fits.
-      FilterResult result = engine.filterResolved(compiled, resolved, MESSAGE_NODES, false);
-      if (result.placement().isEmpty() && result.waiting().isEmpty()) {
-        result = engine.filterResolved(compiled, resolved, MESSAGE_NODES, true);
-      }
+      FilterResult result = filterForAnswer(engine, compiled, resolved, MESSAGE_NODES);
       if (result.waiting().isPresent()) {
         return waiting(pod, ref, uid, candidates, result.waiting().get());
       }
@@ -623,6 +617,20 @@ public final class Extender {
    */
   CompletableFuture<Void> decisionWritten(PodRef ref) {
     return decisions.pending(ref);
+  }
+
+  /**
+   * The filter's scan as its answer needs it: the first {@code listed} fitting nodes (those the Event
+   * names) and the rejected ones counted. A placed pod is answered with its node alone, as HAMi answers
+   * it (kube-scheduler reads FailedNodes only when no node is left), so each rejected node's reason is
+   * worked out, by a second scan, only when nothing fits.
+   */
+  static FilterResult filterForAnswer(Engine engine, CompiledRequest compiled, CandidateNodes candidates, int listed) {
+    FilterResult result = engine.filterResolved(compiled, candidates, listed, false);
+    if (result.placement().isEmpty() && result.waiting().isEmpty()) {
+      result = engine.filterResolved(compiled, candidates, listed, true);
+    }
+    return result;
   }
 
   static Map<String, String> failedNodes(List<NodeRejection> rejections) {

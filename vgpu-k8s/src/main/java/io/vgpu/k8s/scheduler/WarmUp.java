@@ -405,11 +405,7 @@ final class WarmUp {
     CompiledRequest compiled = engine.compile(request);
     CandidateNodes candidates = engine.candidates(args.nodeNames() == null ? List.of() : args.nodeNames(), lastCandidates);
     lastCandidates = candidates;
-    // As the extender: the rejected nodes' reasons only when nothing fits.
-    FilterResult result = engine.filterResolved(compiled, candidates, 20, false);
-    if (result.placement().isEmpty()) {
-      result = engine.filterResolved(compiled, candidates, 20, true);
-    }
+    FilterResult result = Extender.filterForAnswer(engine, compiled, candidates, 20);
     ExtenderFilterResult answer;
     if (result.placement().isPresent() && engine.reserve(result.placement().get()).reserved()) {
       Placement placement = result.placement().get();
