@@ -350,8 +350,8 @@ public final class SchedulerServer implements AutoCloseable {
     return HttpService.Response.json(200, JSON.writeValueAsBytes(value));
   }
 
-  private static HttpService.Response metricsResponse(SchedulerMetrics metrics) throws IOException {
-    return new HttpService.Response(200, PrometheusTextFormatWriter.CONTENT_TYPE, metrics.exposition());
+  private static HttpService.Response metricsResponse(SchedulerMetrics metrics) {
+    return HttpService.Response.streamed(200, PrometheusTextFormatWriter.CONTENT_TYPE, metrics::writeExposition);
   }
 
   /** The engine behind the extender (for embedding and tests). */

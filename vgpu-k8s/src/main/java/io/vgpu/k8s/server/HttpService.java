@@ -1,6 +1,7 @@
 package io.vgpu.k8s.server;
 
 import java.io.IOException;
+import java.io.OutputStream;
 import java.net.BindException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -101,13 +102,25 @@ public final class HttpService implements AutoCloseable {
   }
 
   /**
-   * A response.
+   * A response: its body in memory, or written by {@code streamed} as it is sent.
    *
    * @param status the HTTP status
    * @param contentType the content type
-   * @param body the body
+   * @param body the body (empty when {@code streamed} writes it)
+   * @param streamed writes the body into the connection in chunks as it makes them (sent chunked,
+   *     without a length; for a body too large to hold whole), or null
    */
-  public record Response(int status, String contentType, byte[] body) {
+  public record Response(int status, String contentType, byte[] body, @Nullable BodyWriter streamed) {
+    /** A response whose body is in memory. */
+    public Response(int status, String contentType, byte[] body) {
+      this(status, contentType, body, null);
+    }
+
+    /** A response whose body {@code writer} writes as it is sent. */
+    public static Response streamed(int status, String contentType, BodyWriter writer) {
+      return new Response(status, contentType, new byte[0], writer);
+    }
+
     /** A JSON response. */
     public static Response json(int status, byte[] body) {
       return new Response(status, "application/json", body);
@@ -117,6 +130,17 @@ public final class HttpService implements AutoCloseable {
     public static Response text(int status, String body) {
       return new Response(status, "text/plain; charset=utf-8", body.getBytes(StandardCharsets.UTF_8));
     }
+  }
+
+  /**
+   * Writes a streamed response's body. It runs on the worker thread that answered the request (for a
+   * {@link Handler}; an {@link AsyncHandler}'s runs on the thread that completed its answer), its writes
+   * block, and a client that has not read the body by the request timeout loses its connection.
+   */
+  @FunctionalInterface
+  public interface BodyWriter {
+    /** Writes the body into {@code out} (closed by the caller). */
+    void writeTo(OutputStream out) throws IOException;
   }
 
   /** A client error: answered with status 400 and the message as one line. */
@@ -454,7 +478,21 @@ public final class HttpService implements AutoCloseable {
             }
             answer.whenComplete((value, failure) -> {
               departure.stop();
-              send(response, done, failure == null ? value : failure(method, path, failure), departure.pipelined());
+              Response answered = failure == null ? value : failure(method, path, failure);
+              if (answered.streamed() == null) {
+                send(response, done, answered, departure.pipelined());
+                return;
+              }
+              // A streamed body is written by this worker; a client that reads it too slowly loses the
+              // connection at the request timeout rather than holding the worker.
+              Scheduler.Task slowReader = request.getComponents().getScheduler().schedule(
+                  () -> connection.getEndPoint().close(new TimeoutException("response not read within " + requestTimeout.toMillis() + " ms")),
+                  requestTimeout.toMillis(), TimeUnit.MILLISECONDS);
+              try {
+                send(response, done, answered, departure.pipelined());
+              } finally {
+                slowReader.cancel();
+              }
             });
           });
         } catch (RejectedExecutionException e) {
@@ -547,11 +585,24 @@ public final class HttpService implements AutoCloseable {
   private static void send(org.eclipse.jetty.server.Response response, Callback callback, Response r, boolean close) {
     response.setStatus(r.status());
     response.getHeaders().put(HttpHeader.CONTENT_TYPE, r.contentType());
-    response.getHeaders().put(HttpHeader.CONTENT_LENGTH, r.body().length);
     if (close) {
       response.getHeaders().put(HttpHeader.CONNECTION, "close");
     }
-    response.write(true, ByteBuffer.wrap(r.body()), callback);
+    BodyWriter streamed = r.streamed();
+    if (streamed == null) {
+      response.getHeaders().put(HttpHeader.CONTENT_LENGTH, r.body().length);
+      response.write(true, ByteBuffer.wrap(r.body()), callback);
+      return;
+    }
+    // Blocking writes on this worker thread: a client that stops reading fails them after the idle timeout.
+    try (OutputStream out = Content.Sink.asOutputStream(response)) {
+      streamed.writeTo(out);
+    } catch (IOException | RuntimeException e) {
+      LOG.debug("a streamed response failed: {}", oneLine(String.valueOf(e)));
+      callback.failed(e);
+      return;
+    }
+    callback.succeeded();
   }
 
   /** Jetty's own errors (a malformed request line, headers too large) as one plain line. */

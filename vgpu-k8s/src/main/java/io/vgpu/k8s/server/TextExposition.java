@@ -1,29 +1,47 @@
 package io.vgpu.k8s.server;
 
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Gauge families written straight into Prometheus's text format (0.0.4), byte for byte as the client
  * library's {@code PrometheusTextFormatWriter} writes the same points (given in its order), without a
  * snapshot object or a label set per point: HAMi's per-card gauges are seven points per card, 280,000
  * lines at 5,000 nodes of 8 cards, and building them as snapshots allocated some 800 MB per scrape.
- * Not thread-safe: one instance per scrape.
+ * Written into memory ({@link #toByteArray}) or, a chunk at a time, into a stream ({@link
+ * #TextExposition(OutputStream)}): at 5,000 nodes the text is tens of MiB, and built whole it outlived
+ * the young collections that came while it was built, so each scrape was promoted and followed by a
+ * full collection (run V: half a second of pauses per scrape). Not thread-safe: one instance per scrape.
  */
 public final class TextExposition {
-  /** Written in chunks small enough for the young generation: one array of the whole text is made once, at the end. */
+  /** Written in chunks small enough for the young generation: streamed, one chunk reused; kept, one array of the whole text made at the end. */
   private static final int CHUNK = 256 * 1024;
   /** The most bytes one char of text can take: an escaped ASCII char takes 2, any other UTF-16 unit at most 3. */
   private static final int BYTES_PER_CHAR = 3;
 
   private final List<byte[]> chunks = new ArrayList<>();
   private final List<Integer> lengths = new ArrayList<>();
+  private final @Nullable OutputStream sink;
   private byte[] bytes = new byte[CHUNK];
   private int size;
 
-  /** An empty exposition. */
-  public TextExposition() {}
+  /** An empty exposition, kept in memory. */
+  public TextExposition() {
+    this.sink = null;
+  }
+
+  /**
+   * An exposition written into {@code sink} whenever a chunk is full, in one reused buffer; call {@link
+   * #flush} at the end. A failed write is an {@link UncheckedIOException}.
+   */
+  public TextExposition(OutputStream sink) {
+    this.sink = sink;
+  }
 
   /** A gauge family: its name, help and label names, and the fixed bytes of its points' lines. */
   public static final class Family {
@@ -118,8 +136,16 @@ public final class TextExposition {
     }
   }
 
-  /** The exposition so far, as one array. */
+  /** Writes what is buffered into the sink given at construction. */
+  public void flush() {
+    drain();
+  }
+
+  /** The exposition so far, as one array; only for one kept in memory. */
   public byte[] toByteArray() {
+    if (sink != null) {
+      throw new IllegalStateException("this exposition is written into a stream, not kept");
+    }
     int total = size;
     for (int length : lengths) {
       total += length;
@@ -195,13 +221,36 @@ public final class TextExposition {
     size += piece.length;
   }
 
-  /** Room for {@code n} more bytes in the current chunk: a chunk without it is kept as it is and a new one started. */
+  /**
+   * Room for {@code n} more bytes in the current chunk: a chunk without it is written into the sink and
+   * reused, or, in memory, kept as it is and a new one started.
+   */
   private void reserve(int n) {
     if (size + n > bytes.length) {
+      if (sink != null) {
+        drain();
+        if (n > bytes.length) {
+          bytes = new byte[n];
+        }
+        return;
+      }
       chunks.add(bytes);
       lengths.add(size);
       bytes = new byte[Math.max(CHUNK, n)];
       size = 0;
     }
+  }
+
+  private void drain() {
+    OutputStream out = sink;
+    if (out == null) {
+      throw new IllegalStateException("this exposition is kept in memory");
+    }
+    try {
+      out.write(bytes, 0, size);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    size = 0;
   }
 }

@@ -59,6 +59,71 @@ class HttpServiceTest {
   }
 
   @Test
+  void aStreamedBodyArrivesWholeChunkedAndTheConnectionServesTheNextRequest() throws Exception {
+    // Larger than any buffer on the way, written in pieces as a scrape writes its chunks.
+    String piece = "line of a large exposition\n".repeat(1_000);
+    int pieces = 200;
+    try (HttpService server =
+        HttpService.builder(LOOPBACK)
+            .route("GET", "/metrics", r -> HttpService.Response.streamed(200, "text/plain; version=0.0.4; charset=utf-8", out -> {
+              for (int i = 0; i < pieces; i++) {
+                out.write(piece.getBytes(StandardCharsets.UTF_8));
+              }
+            }))
+            .route("GET", "/healthz", r -> HttpService.Response.text(200, "ok\n"))
+            .start()) {
+      HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+      String base = "http://127.0.0.1:" + server.port();
+      var scrape = client.send(HttpRequest.newBuilder(URI.create(base + "/metrics")).GET().build(), HttpResponse.BodyHandlers.ofString());
+      assertThat(scrape.statusCode()).isEqualTo(200);
+      assertThat(scrape.headers().firstValue("Content-Type")).contains("text/plain; version=0.0.4; charset=utf-8");
+      assertThat(scrape.headers().firstValue("Content-Length")).isEmpty();
+      assertThat(scrape.headers().firstValue("Transfer-Encoding")).contains("chunked");
+      assertThat(scrape.body()).hasSize(piece.length() * pieces).isEqualTo(piece.repeat(pieces));
+      var next = client.send(HttpRequest.newBuilder(URI.create(base + "/healthz")).GET().build(), HttpResponse.BodyHandlers.ofString());
+      assertThat(next.body()).isEqualTo("ok\n");
+    }
+  }
+
+  /**
+   * A client that asks for a streamed body and never reads it holds the only worker only until the
+   * request timeout: its connection is closed, and the next request is answered.
+   */
+  @Test
+  void aClientThatDoesNotReadAStreamedBodyLosesItsConnectionAtTheRequestTimeout() throws Exception {
+    byte[] piece = new byte[1 << 20];
+    try (HttpService server =
+            HttpService.builder(LOOPBACK)
+                .threads(1)
+                .requestTimeout(Duration.ofMillis(800))
+                // 256 MiB: far more than the sockets' buffers hold for a reader that reads nothing.
+                .route("GET", "/metrics", r -> HttpService.Response.streamed(200, "text/plain", out -> {
+                  for (int i = 0; i < 256; i++) {
+                    out.write(piece);
+                  }
+                }))
+                .route("GET", "/healthz", r -> HttpService.Response.text(200, "ok\n"))
+                .start();
+        java.net.Socket stalled = new java.net.Socket(InetAddress.getLoopbackAddress(), server.port())) {
+      stalled.getOutputStream().write("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+      Thread.sleep(200);
+      HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+      var health = assertTimeoutPreemptively(Duration.ofSeconds(10),
+          () -> client.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + "/healthz")).GET().build(), HttpResponse.BodyHandlers.ofString()));
+      assertThat(health.body()).isEqualTo("ok\n");
+      // What the stalled client can still read ends: the server closed its connection part way.
+      stalled.setSoTimeout(10_000);
+      java.io.InputStream in = stalled.getInputStream();
+      long read = 0;
+      byte[] buffer = new byte[1 << 16];
+      for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
+        read += n;
+      }
+      assertThat(read).isLessThan(256L << 20);
+    }
+  }
+
+  @Test
   void parsesBindAddresses() {
     assertThat(HttpService.parseAddress("--http_bind", "127.0.0.1:8080").getPort()).isEqualTo(8080);
     assertThat(HttpService.parseAddress("--metrics-bind-address", ":9395").getAddress().isAnyLocalAddress()).isTrue();

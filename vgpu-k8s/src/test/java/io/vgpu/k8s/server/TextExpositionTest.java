@@ -9,6 +9,7 @@ import io.prometheus.metrics.model.snapshots.GaugeSnapshot.GaugeDataPointSnapsho
 import io.prometheus.metrics.model.snapshots.Labels;
 import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import java.io.ByteArrayOutputStream;
+import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
 
@@ -36,6 +37,44 @@ class TextExpositionTest {
     String expected = written.toString(StandardCharsets.UTF_8) + new String(big, StandardCharsets.UTF_8);
     assertThat(expected.length()).isGreaterThan(3 * 256 * 1024);
     assertThat(new String(out.toByteArray(), StandardCharsets.UTF_8)).isEqualTo(expected);
+  }
+
+  @Test
+  void writtenIntoAStreamItIsTheSameTextInWritesOfAChunkAtMostSaveALargerPiece() throws Exception {
+    TextExposition.Family family = new TextExposition.Family("a_gauge", "Help", "card", "model");
+    TextExposition kept = new TextExposition();
+    ByteArrayOutputStream received = new ByteArrayOutputStream();
+    int[] largest = {0};
+    int[] writes = {0};
+    OutputStream sink = new OutputStream() {
+      @Override
+      public void write(int b) {
+        throw new AssertionError("written a byte at a time");
+      }
+
+      @Override
+      public void write(byte[] b, int off, int len) {
+        writes[0]++;
+        largest[0] = Math.max(largest[0], len);
+        received.write(b, off, len);
+      }
+    };
+    TextExposition streamed = new TextExposition(sink);
+    for (TextExposition out : new TextExposition[] {kept, streamed}) {
+      out.begin(family);
+      for (int i = 0; i < 20_000; i++) {
+        out.gauge(family, i / 3.0, String.format("card-%06d", i), i % 7 == 0 ? "Ä \"quoted\" model\n" + i : "model " + i);
+      }
+      out.append(("# " + "x".repeat(300_000) + "\n").getBytes(StandardCharsets.UTF_8));
+      out.gauge(family, 1, "last", "model");
+    }
+    assertThat(received.size()).as("nothing written before the end but whole chunks").isLessThan(kept.toByteArray().length);
+    streamed.flush();
+    assertThat(received.toByteArray()).isEqualTo(kept.toByteArray());
+    assertThat(writes[0]).isGreaterThan(4);
+    // One buffer of 256 KiB, reused: the registry's larger piece is copied through it too.
+    assertThat(largest[0]).isLessThanOrEqualTo(256 * 1024);
+    assertThatThrownBy(streamed::toByteArray).isInstanceOf(IllegalStateException.class);
   }
 
   @Test
