@@ -594,7 +594,7 @@ public final class HttpService implements AutoCloseable {
       response.write(true, ByteBuffer.wrap(r.body()), callback);
       return;
     }
-    // Blocking writes on this worker thread: a client that stops reading fails them after the idle timeout.
+    // Blocking writes on this worker thread, bounded by the dispatcher's deadline for streamed answers.
     try (OutputStream out = Content.Sink.asOutputStream(response)) {
       streamed.writeTo(out);
     } catch (IOException | RuntimeException e) {

@@ -1,11 +1,10 @@
 package io.vgpu.k8s.server;
 
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
-import java.util.List;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -19,20 +18,21 @@ import org.jspecify.annotations.Nullable;
  * full collection (run V: half a second of pauses per scrape). Not thread-safe: one instance per scrape.
  */
 public final class TextExposition {
-  /** Written in chunks small enough for the young generation: streamed, one chunk reused; kept, one array of the whole text made at the end. */
+  /** The buffer's size: small enough for the young generation, reused once written into the sink. */
   private static final int CHUNK = 256 * 1024;
   /** The most bytes one char of text can take: an escaped ASCII char takes 2, any other UTF-16 unit at most 3. */
   private static final int BYTES_PER_CHAR = 3;
 
-  private final List<byte[]> chunks = new ArrayList<>();
-  private final List<Integer> lengths = new ArrayList<>();
-  private final @Nullable OutputStream sink;
+  private final OutputStream sink;
+  /** The sink when the text is kept in memory; null when it goes into a stream given at construction. */
+  private final @Nullable ByteArrayOutputStream kept;
   private byte[] bytes = new byte[CHUNK];
   private int size;
 
   /** An empty exposition, kept in memory. */
   public TextExposition() {
-    this.sink = null;
+    this.kept = new ByteArrayOutputStream();
+    this.sink = kept;
   }
 
   /**
@@ -40,6 +40,7 @@ public final class TextExposition {
    * #flush} at the end. A failed write is an {@link UncheckedIOException}.
    */
   public TextExposition(OutputStream sink) {
+    this.kept = null;
     this.sink = sink;
   }
 
@@ -143,21 +144,12 @@ public final class TextExposition {
 
   /** The exposition so far, as one array; only for one kept in memory. */
   public byte[] toByteArray() {
-    if (sink != null) {
+    ByteArrayOutputStream out = kept;
+    if (out == null) {
       throw new IllegalStateException("this exposition is written into a stream, not kept");
     }
-    int total = size;
-    for (int length : lengths) {
-      total += length;
-    }
-    byte[] out = new byte[total];
-    int at = 0;
-    for (int i = 0; i < chunks.size(); i++) {
-      System.arraycopy(chunks.get(i), 0, out, at, lengths.get(i));
-      at += lengths.get(i);
-    }
-    System.arraycopy(bytes, 0, out, at, size);
-    return out;
+    drain();
+    return out.toByteArray();
   }
 
   /** The client library's rendering of a value. */
@@ -221,33 +213,19 @@ public final class TextExposition {
     size += piece.length;
   }
 
-  /**
-   * Room for {@code n} more bytes in the current chunk: a chunk without it is written into the sink and
-   * reused, or, in memory, kept as it is and a new one started.
-   */
+  /** Room for {@code n} more bytes in the current chunk: a chunk without it is written into the sink and reused. */
   private void reserve(int n) {
     if (size + n > bytes.length) {
-      if (sink != null) {
-        drain();
-        if (n > bytes.length) {
-          bytes = new byte[n];
-        }
-        return;
+      drain();
+      if (n > bytes.length) {
+        bytes = new byte[n];
       }
-      chunks.add(bytes);
-      lengths.add(size);
-      bytes = new byte[Math.max(CHUNK, n)];
-      size = 0;
     }
   }
 
   private void drain() {
-    OutputStream out = sink;
-    if (out == null) {
-      throw new IllegalStateException("this exposition is kept in memory");
-    }
     try {
-      out.write(bytes, 0, size);
+      sink.write(bytes, 0, size);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
