@@ -36,16 +36,18 @@ public final class ApiServerStandIn implements AutoCloseable {
 
   private final BearerTokens tokens = new BearerTokens();
   private final LabApiDispatcher dispatcher = new LabApiDispatcher(tokens);
+  private final MockWebServer http = new MockWebServer();
   private final KubernetesMockServer server;
 
   private ApiServerStandIn() {
-    this.server = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(), dispatcher, false);
+    this.server = new KubernetesMockServer(new Context(), http, new HashMap<>(), dispatcher, false);
   }
 
-  /** Starts a server on a free loopback port. */
+  /** Starts a server on a free loopback port; its watches are not compressed, as a real API server's are not. */
   public static ApiServerStandIn start() {
     ApiServerStandIn api = new ApiServerStandIn();
     api.server.init(InetAddress.getLoopbackAddress(), 0);
+    UncompressedWatches.apply(api.http);
     return api;
   }
 

@@ -18,16 +18,24 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.Watcher;
 import io.fabric8.kubernetes.client.WatcherException;
 import io.fabric8.kubernetes.client.utils.Serialization;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.Socket;
 import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** What the lab's API server adds to fabric8's CRUD mock, over real HTTP with fabric8's client. */
 class ApiServerStandInTest {
@@ -50,6 +58,35 @@ class ApiServerStandInTest {
         .withNewMetadata().withName(pod.getMetadata().getName()).withNamespace("default").withUid(pod.getMetadata().getUid()).endMetadata()
         .withNewTarget().withKind("Node").withName(node).endTarget()
         .build();
+  }
+
+  /**
+   * A watch's WebSocket upgrade offered {@code permessage-deflate}, as OkHttp offers it on every upgrade,
+   * is answered without it: a real API server never compresses watch events, and the stand-in must not
+   * make its clients inflate them.
+   */
+  @Test
+  void aWatchUpgradeOfferingDeflateIsAnsweredWithoutCompression(@TempDir Path temp) throws Exception {
+    String kubeconfig = Files.readString(api.writeKubeconfig(temp.resolve("kubeconfig"), UserInfo.ADMIN));
+    String token = kubeconfig.replaceAll("(?s).*token: \"([^\"]+)\".*", "$1");
+    try (Socket socket = new Socket(InetAddress.getLoopbackAddress(), api.port())) {
+      socket.setSoTimeout(10_000);
+      OutputStream out = socket.getOutputStream();
+      out.write(("GET /api/v1/namespaces/default/pods?watch=true HTTP/1.1\r\n"
+              + "Host: 127.0.0.1:" + api.port() + "\r\n"
+              + "Authorization: Bearer " + token + "\r\n"
+              + "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+              + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+              + "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+      out.flush();
+      BufferedReader in = new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.US_ASCII));
+      List<String> head = new ArrayList<>();
+      for (String line = in.readLine(); line != null && !line.isEmpty(); line = in.readLine()) {
+        head.add(line.toLowerCase(Locale.ROOT));
+      }
+      assertThat(head).first().asString().startsWith("http/1.1 101");
+      assertThat(head).contains("upgrade: websocket").noneMatch(h -> h.startsWith("sec-websocket-extensions"));
+    }
   }
 
   @Test
