@@ -229,7 +229,7 @@ public final class SchedulerServer implements AutoCloseable {
     if (warmUpRounds > 0) {
       // Before the listeners: kube-scheduler's first calls would otherwise share the CPU with it. Over
       // the loopback, with the extender's certificate, so that Jetty and TLS are warmed too.
-      new WarmUp(effective, JSON, client).runOverLoopback(warmUpRounds, WARM_UP_BUDGET, keys);
+      new WarmUp(effective, JSON, client, signer != null).runOverLoopback(warmUpRounds, WARM_UP_BUDGET, keys);
     }
     boolean ownListener = !options.extenderBind().isEmpty();
     HttpService.Builder webhookRoutes = HttpService.builder(HttpService.parseAddress("--http_bind", options.httpBind())).name(ownListener ? "webhook" : "extender");

@@ -22,6 +22,8 @@ import io.vgpu.k8s.codec.HamiAnnotations;
 import io.vgpu.k8s.codec.NodeLockCodec;
 import io.vgpu.k8s.codec.NodeRegisterCodec;
 import io.vgpu.k8s.config.DeviceConfig;
+import io.vgpu.k8s.grant.GrantKey;
+import io.vgpu.k8s.grant.GrantSignature;
 import io.vgpu.k8s.pod.PodRequestParser;
 import io.vgpu.k8s.server.HttpService;
 import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderArgs;
@@ -77,6 +79,13 @@ import tools.jackson.databind.json.JsonMapper;
 final class WarmUp {
   private static final Logger LOG = LoggerFactory.getLogger(WarmUp.class);
   private static final int NODES = 16;
+  /**
+   * Fitting nodes the filter's answer lists: the extender lists 20, more than this engine has, and a
+   * listing that never reaches its limit is compiled as a trap there, which the first scan of a cluster
+   * of more than 20 nodes springs (a deoptimization and a recompile of the engine's scan, its hottest
+   * method). Fewer than the nodes, so that the limit is reached here too.
+   */
+  private static final int LISTED = NODES / 2;
   private static final int CARDS_PER_NODE = 8;
   private static final long CARD_MEMORY_MIB = 81_920;
   private static final int ROUNDS_PER_API_READ = 10;
@@ -113,13 +122,19 @@ final class WarmUp {
    * @param overLoopback whether the rounds' filter and bind calls went over the loopback listener
    * @param writes writes answered by the loopback's API listener (none in-process, or where it could not
    *     be started)
+   * @param signed placed rounds whose decision carried a grant signature (each placed one when the
+   *     warm-up signs, else none)
    * @param compilerSettled how long it waited after the rounds for the JIT to compile what they
    *     queued (part of {@code took})
    * @param took how long it ran
    */
-  record Outcome(int rounds, int placed, int apiReads, boolean overLoopback, int writes, Duration compilerSettled, Duration took) {}
+  record Outcome(int rounds, int placed, int apiReads, boolean overLoopback, int writes, int signed, Duration compilerSettled, Duration took) {}
 
   private final JsonMapper json;
+  /** Signs the decisions when the scheduler signs its own; with a key of the warm-up's. */
+  private final @Nullable GrantSignature signer;
+  /** Decisions written with a signature; the filter runs on the loopback listener's threads. */
+  private final AtomicInteger signed = new AtomicInteger();
   private final ResourceSchema schema;
   private final Engine engine;
   private final PodRequestParser requests;
@@ -150,11 +165,23 @@ final class WarmUp {
   private record Reserved(PodRef pod, String node, Map<String, String> decision) {}
 
   /**
-   * A warm-up of the request path under {@code config}; {@code client}, if any, is the scheduler's.
+   * A warm-up of the request path under {@code config}; {@code client}, if any, is the scheduler's. Its
+   * decisions are not signed.
    *
    * @param json the mapper the extender reads and answers with
    */
   WarmUp(DeviceConfig config, JsonMapper json, @Nullable KubernetesClient client) {
+    this(config, json, client, false);
+  }
+
+  /**
+   * As {@link #WarmUp(DeviceConfig, JsonMapper, KubernetesClient)}; with {@code signsGrants} its
+   * decisions are signed as the scheduler's are, with a key of its own made for the warm-up and
+   * forgotten after it, so that the signing is compiled with the rest rather than left as a trap that
+   * the first real pod springs.
+   */
+  WarmUp(DeviceConfig config, JsonMapper json, @Nullable KubernetesClient client, boolean signsGrants) {
+    this.signer = signsGrants ? new GrantSignature(GrantKey.random()) : null;
     this.json = json;
     this.schema = config.schema();
     this.client = client;
@@ -247,9 +274,9 @@ final class WarmUp {
       giveBack(0);
     }
     Duration settled = awaitCompilerQuiet(Math.min(COMPILER_WAIT.toNanos(), Math.max(0, deadline - System.nanoTime())));
-    Outcome outcome = new Outcome(done, placed, reads, overLoopback, api == null ? 0 : api.writes(), settled, Duration.ofNanos(System.nanoTime() - start));
-    LOG.info("warmed up the request path{}: {} rounds ({} placed), {} API reads, {} writes, then {} ms for the JIT to settle, in {} ms",
-        overLoopback ? " over the loopback" : "", outcome.rounds(), outcome.placed(), outcome.apiReads(), outcome.writes(), settled.toMillis(), outcome.took().toMillis());
+    Outcome outcome = new Outcome(done, placed, reads, overLoopback, api == null ? 0 : api.writes(), signed.getAndSet(0), settled, Duration.ofNanos(System.nanoTime() - start));
+    LOG.info("warmed up the request path{}: {} rounds ({} placed, {} signed), {} API reads, {} writes, then {} ms for the JIT to settle, in {} ms",
+        overLoopback ? " over the loopback" : "", outcome.rounds(), outcome.placed(), outcome.signed(), outcome.apiReads(), outcome.writes(), settled.toMillis(), outcome.took().toMillis());
     return outcome;
   }
 
@@ -405,18 +432,22 @@ final class WarmUp {
     CompiledRequest compiled = engine.compile(request);
     CandidateNodes candidates = engine.candidates(args.nodeNames() == null ? List.of() : args.nodeNames(), lastCandidates);
     lastCandidates = candidates;
-    FilterResult result = Extender.filterForAnswer(engine, compiled, candidates, 20);
+    FilterResult result = Extender.filterForAnswer(engine, compiled, candidates, LISTED);
     ExtenderFilterResult answer;
     if (result.placement().isPresent() && engine.reserve(result.placement().get()).reserved()) {
       Placement placement = result.placement().get();
       PodGrant grant = placement.grant();
       String uid = args.pod().getMetadata().getUid();
       String assigned = Long.toString(1_700_000_000L + reserved.size());
-      String patch = Extender.decisionPatch(grant, assigned, null, uid);
+      String patch = Extender.decisionPatch(grant, assigned, signer, uid);
       write(w -> decisionWritten = w.patchPodAsync(LoopbackApi.NAMESPACE, LoopbackApi.POD, patch));
       String message = Extender.successMessage(nodeNames.size(), placement.node(), result.fitting(), result.fittingCount());
       record(r -> r.normal(args.pod(), "FilteringSucceed", message));
-      reserved.put(uid, new Reserved(request.pod(), placement.node(), Extender.annotations(grant, assigned, null, uid)));
+      Map<String, String> decision = Extender.annotations(grant, assigned, signer, uid);
+      if (decision.containsKey(GrantSignature.ANNOTATION)) {
+        signed.incrementAndGet();
+      }
+      reserved.put(uid, new Reserved(request.pod(), placement.node(), decision));
       answer = new ExtenderFilterResult(null, List.of(placement.node()), null, null, "");
     } else {
       Map<String, String> failed = Extender.failedNodes(result.rejections());

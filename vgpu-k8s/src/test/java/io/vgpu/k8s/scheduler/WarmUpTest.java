@@ -38,7 +38,17 @@ class WarmUpTest {
     assertThat(outcome.rounds()).isEqualTo(300);
     assertThat(outcome.placed()).isEqualTo(270);
     assertThat(outcome.apiReads()).isZero();
+    assertThat(outcome.signed()).isZero();
     assertThat(warmUp.podsHeld()).isZero();
+  }
+
+  @Test
+  void aWarmUpForASchedulerThatSignsGrantsSignsEveryDecisionItWrites() {
+    // The scheduler's signing is then compiled with the rest of the path, not left for the first pod.
+    WarmUp.Outcome outcome = new WarmUp(DeviceConfig.DEFAULT, JSON, null, true).run(100, Duration.ofMinutes(1));
+
+    assertThat(outcome.placed()).isEqualTo(90);
+    assertThat(outcome.signed()).isEqualTo(90);
   }
 
   @Test
