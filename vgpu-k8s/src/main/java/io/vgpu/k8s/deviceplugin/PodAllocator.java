@@ -7,8 +7,6 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
-import io.fabric8.kubernetes.client.dsl.base.PatchContext;
-import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import io.vgpu.api.ContainerGrant;
 import io.vgpu.api.DeviceGrant;
 import io.vgpu.api.PodRef;
@@ -32,6 +30,7 @@ import io.vgpu.k8s.kai.KaiGpuRequest;
 import io.vgpu.k8s.kai.KaiPortionEnv;
 import io.vgpu.k8s.pod.PodJson;
 import io.vgpu.k8s.pod.PodRefs;
+import io.vgpu.k8s.scheduler.ApiWrites;
 import io.vgpu.k8s.scheduler.NodeLock;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -161,6 +160,8 @@ public final class PodAllocator implements DevicePluginService.Allocator {
   private final String countResource;
   private final Preparer preparer;
   private final NodeLock locks;
+  /** The pod's annotation patches, whose answers (the whole pod) are not decoded. */
+  private final ApiWrites writes;
   private final PodGrants grants;
   private final Events events;
   private final boolean fieldSelector;
@@ -190,6 +191,7 @@ public final class PodAllocator implements DevicePluginService.Allocator {
     this.countResource = countResource;
     this.preparer = preparer;
     this.locks = locks;
+    this.writes = new ApiWrites(client);
     this.grants = grants;
     this.events = events;
     this.fieldSelector = fieldSelector;
@@ -577,7 +579,7 @@ public final class PodAllocator implements DevicePluginService.Allocator {
   private void patchToAllocate(PodRef pod, String value) {
     ObjectNode patch = PodJson.mapper().createObjectNode();
     patch.putObject("metadata").putObject("annotations").put(HamiAnnotations.DEVICES_TO_ALLOCATE, value);
-    client.pods().inNamespace(pod.namespace()).withName(pod.name()).patch(PatchContext.of(PatchType.JSON_MERGE), patch.toString());
+    writes.patchPod(pod.namespace(), pod.name(), patch.toString());
   }
 
   /** Ends the bind handshake: records the phase and releases the node lock the pod holds. */
@@ -585,7 +587,7 @@ public final class PodAllocator implements DevicePluginService.Allocator {
     try {
       ObjectNode patch = PodJson.mapper().createObjectNode();
       patch.putObject("metadata").putObject("annotations").put(HamiAnnotations.BIND_PHASE, phase);
-      client.pods().inNamespace(pod.namespace()).withName(pod.name()).patch(PatchContext.of(PatchType.JSON_MERGE), patch.toString());
+      writes.patchPod(pod.namespace(), pod.name(), patch.toString());
     } catch (KubernetesClientException e) {
       LOG.warn("pod {}: could not set {}={}: {}", pod, HamiAnnotations.BIND_PHASE, phase, e.getMessage());
     }

@@ -15,27 +15,32 @@ import java.util.concurrent.TimeoutException;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The scheduler's writes whose answers it never reads: a pod's or node's merge patch and a create, sent
+ * The scheduler's and the device plugin's writes whose answers they never read: a pod's or node's merge patch and a create, sent
  * through the client's own HTTP client (its TLS, credentials and interceptors) with the returned object
  * left undecoded. fabric8's typed calls decode every answer into a full model object, which was about a
  * tenth of the scheduler's CPU per pod at 5,000 nodes, for objects nobody looked at. A refusal throws
  * {@link KubernetesClientException} with the API server's code and message, as fabric8 does.
  */
-final class ApiWrites {
+public final class ApiWrites {
   private static final String MERGE_PATCH = "application/merge-patch+json";
   private static final String JSON = "application/json";
 
   private final KubernetesClient client;
   private final String base;
 
-  ApiWrites(KubernetesClient client) {
+  /** Writes through {@code client}'s HTTP client, to its API server. */
+  public ApiWrites(KubernetesClient client) {
     this.client = client;
     String master = client.getMasterUrl().toString();
     this.base = master.endsWith("/") ? master.substring(0, master.length() - 1) : master;
   }
 
-  /** JSON merge patch of a pod. */
-  void patchPod(String namespace, String name, String patch) {
+  /**
+   * JSON merge patch of a pod.
+   *
+   * @throws KubernetesClientException when the API server refuses it (with its code) or cannot be reached
+   */
+  public void patchPod(String namespace, String name, String patch) {
     send(client.getHttpClient().newHttpRequestBuilder().uri(base + "/api/v1/namespaces/" + namespace + "/pods/" + name).patch(MERGE_PATCH, patch));
   }
 
