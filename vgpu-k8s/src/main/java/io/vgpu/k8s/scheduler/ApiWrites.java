@@ -15,11 +15,12 @@ import java.util.concurrent.TimeoutException;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The scheduler's and the device plugin's writes whose answers they never read: a pod's or node's merge patch and a create, sent
- * through the client's own HTTP client (its TLS, credentials and interceptors) with the returned object
- * left undecoded. fabric8's typed calls decode every answer into a full model object, which was about a
- * tenth of the scheduler's CPU per pod at 5,000 nodes, for objects nobody looked at. A refusal throws
- * {@link KubernetesClientException} with the API server's code and message, as fabric8 does.
+ * The scheduler's and the device plugin's writes whose answers they never read: a pod's or node's merge
+ * patch and a create, sent through the client's own HTTP client (its TLS, credentials and interceptors)
+ * with the returned object left undecoded. fabric8's typed calls decode every answer into a full model
+ * object, which was about a tenth of the scheduler's CPU per pod at 5,000 nodes, for objects nobody
+ * looked at. A refusal throws {@link KubernetesClientException} with the API server's code and message,
+ * as fabric8 does.
  */
 public final class ApiWrites {
   private static final String MERGE_PATCH = "application/merge-patch+json";

@@ -81,9 +81,9 @@ final class WarmUp {
   private static final int NODES = 16;
   /**
    * Fitting nodes the filter's answer lists: the extender lists 20, more than this engine has, and a
-   * listing that never reaches its limit is compiled as a trap there, which the first scan of a cluster
-   * of more than 20 nodes springs (a deoptimization and a recompile of the engine's scan, its hottest
-   * method). Fewer than the nodes, so that the limit is reached here too.
+   * limit never reached is compiled as a trap, which the first scan where more than 20 nodes fit springs
+   * (a deoptimization and a recompile of the engine's scan, its hottest method). Fewer than the nodes,
+   * so that the limit is reached here too.
    */
   private static final int LISTED = NODES / 2;
   private static final int CARDS_PER_NODE = 8;
