@@ -10,6 +10,7 @@ import java.util.Map;
  * @param schedulerCpuMs the scheduler process's CPU time over the burst
  * @param schedulerJitCpuMs the part of it its JIT compiler threads used
  * @param standInCpuMs this process's CPU time over the burst: the API server, kube-scheduler and kubelet stand-ins
+ * @param standInJitCpuMs the part of it this process's JIT compiler threads used
  * @param filters filter call durations in milliseconds, sorted
  * @param binds bind call durations in milliseconds, sorted
  * @param successfulBinds binds the extender accepted
@@ -23,6 +24,7 @@ record BurstMeasure(
     double schedulerCpuMs,
     double schedulerJitCpuMs,
     double standInCpuMs,
+    double standInJitCpuMs,
     double[] filters,
     double[] binds,
     int successfulBinds,

@@ -33,6 +33,7 @@ final class ThroughputReport {
     o.put("schedulerCpuMsPerPod", r.schedulerCpuMsPerPod());
     o.put("schedulerJitCpuMsPerPod", r.schedulerJitCpuMsPerPod());
     o.put("standInCpuMsPerPod", r.standInCpuMsPerPod());
+    o.put("standInJitCpuMsPerPod", r.standInJitCpuMsPerPod());
     o.put("filterP50Ms", r.filterP50Ms());
     o.put("filterP99Ms", r.filterP99Ms());
     o.put("bindP50Ms", r.bindP50Ms());
@@ -67,6 +68,7 @@ final class ThroughputReport {
     putOrNull(o, "schedulerCpuMsPerPodSteady", steady == null ? null : steady.schedulerCpuMsPerPod());
     putOrNull(o, "schedulerJitCpuMsPerPodSteady", steady == null ? null : steady.schedulerJitCpuMsPerPod());
     putOrNull(o, "standInCpuMsPerPodSteady", steady == null ? null : steady.standInCpuMsPerPod());
+    putOrNull(o, "standInJitCpuMsPerPodSteady", steady == null ? null : steady.standInJitCpuMsPerPod());
     putOrNull(o, "filterP50MsSteady", steady == null ? null : steady.filterP50Ms());
     putOrNull(o, "filterP99MsSteady", steady == null ? null : steady.filterP99Ms());
     putOrNull(o, "bindP99MsSteady", steady == null ? null : steady.bindP99Ms());
@@ -125,16 +127,16 @@ final class ThroughputReport {
       }
       r.bindRejections().forEach((kind, n) -> out.append(where).append(n).append(" binds refused: ").append(kind).append('\n'));
       out.append(where).append(String.format(Locale.ROOT,
-          "burst %.2f s, scheduler's JIT %.2f ms and stand-ins' CPU %.2f ms per pod (they ran %d pods before), set-up %.1f s, %d binds in flight, load average %s%n",
-          r.burstSeconds(), r.schedulerJitCpuMsPerPod(), r.standInCpuMsPerPod(), r.standInsPodsBefore(), r.setupSeconds(), r.bindsInFlight(), r.loadAverage()));
+          "burst %.2f s, scheduler's JIT %.2f ms and stand-ins' CPU %.2f ms (JIT %.2f) per pod (they ran %d pods before), set-up %.1f s, %d binds in flight, load average %s%n",
+          r.burstSeconds(), r.schedulerJitCpuMsPerPod(), r.standInCpuMsPerPod(), r.standInJitCpuMsPerPod(), r.standInsPodsBefore(), r.setupSeconds(), r.bindsInFlight(), r.loadAverage()));
       out.append(where).append("filter p50/p99 inside the scheduler (its histogram's bucket bounds): ").append(number(r.inSchedulerFilterP50Ms())).append(" / ")
           .append(number(r.inSchedulerFilterP99Ms())).append(" ms\n");
       if (r.steady().isPresent()) {
         ThroughputResult.Steady s = r.steady().get();
         out.append(where).append(String.format(Locale.ROOT,
-            "steady state (%d pods after %d): scheduler CPU %s ms per pod (JIT %s), filter p50/p99 %s / %s ms (p99 inside the scheduler %s ms), bind p99 %s ms, burst %.2f s, stand-ins' CPU %.2f ms per pod%n",
+            "steady state (%d pods after %d): scheduler CPU %s ms per pod (JIT %s), filter p50/p99 %s / %s ms (p99 inside the scheduler %s ms), bind p99 %s ms, burst %.2f s, stand-ins' CPU %.2f ms per pod (JIT %.2f)%n",
             s.pods(), s.warmupPods(), number(s.schedulerCpuMsPerPod()), number(s.schedulerJitCpuMsPerPod()), number(s.filterP50Ms()), number(s.filterP99Ms()), number(s.inSchedulerFilterP99Ms()), number(s.bindP99Ms()),
-            s.burstSeconds(), s.standInCpuMsPerPod()));
+            s.burstSeconds(), s.standInCpuMsPerPod(), s.standInJitCpuMsPerPod()));
         s.audit().lost().forEach(l -> out.append(where).append("not placed (steady state): ").append(l).append('\n'));
         if (s.successfulBinds() != s.pods()) {
           out.append(where).append(s.successfulBinds()).append(" binds accepted for ").append(s.pods()).append(" steady-state pods\n");

@@ -17,6 +17,8 @@ import java.util.Optional;
  * @param schedulerJitCpuMsPerPod the part of it the scheduler's JIT compiler threads used, per pod
  * @param standInCpuMsPerPod this process's CPU time during the burst, per pod: the API server, kube-scheduler
  *     and kubelet stand-ins
+ * @param standInJitCpuMsPerPod the part of it this process's JIT compiler threads used, per pod: the stand-ins
+ *     compiling code their rehearsal left uncompiled (an API server and kubelets of a cluster run compiled)
  * @param filterP50Ms median filter call as kube-scheduler timed it (HTTPS and JSON included)
  * @param filterP99Ms 99th percentile of the same
  * @param bindP50Ms median bind call
@@ -49,6 +51,7 @@ record ThroughputResult(
     double schedulerCpuMsPerPod,
     double schedulerJitCpuMsPerPod,
     double standInCpuMsPerPod,
+    double standInJitCpuMsPerPod,
     double filterP50Ms,
     double filterP99Ms,
     double bindP50Ms,
@@ -79,6 +82,7 @@ record ThroughputResult(
    * @param schedulerCpuMsPerPod the scheduler process's CPU time over it, per pod
    * @param schedulerJitCpuMsPerPod the part of it the JIT compiler threads used, per pod
    * @param standInCpuMsPerPod this process's CPU time over it, per pod
+   * @param standInJitCpuMsPerPod the part of it this process's JIT compiler threads used, per pod
    * @param filterP50Ms median filter call
    * @param filterP99Ms 99th percentile filter call
    * @param bindP99Ms 99th percentile bind call
@@ -93,6 +97,7 @@ record ThroughputResult(
       double schedulerCpuMsPerPod,
       double schedulerJitCpuMsPerPod,
       double standInCpuMsPerPod,
+      double standInJitCpuMsPerPod,
       double filterP50Ms,
       double filterP99Ms,
       double bindP99Ms,
@@ -109,6 +114,7 @@ record ThroughputResult(
           ThroughputRun.round(measure.schedulerCpuMs() / pods, 3),
           ThroughputRun.round(measure.schedulerJitCpuMs() / pods, 3),
           ThroughputRun.round(measure.standInCpuMs() / pods, 3),
+          ThroughputRun.round(measure.standInJitCpuMs() / pods, 3),
           ThroughputRun.round(BurstRecorder.percentile(measure.filters(), 50), 2),
           ThroughputRun.round(BurstRecorder.percentile(measure.filters(), 99), 2),
           ThroughputRun.round(BurstRecorder.percentile(measure.binds(), 99), 2),

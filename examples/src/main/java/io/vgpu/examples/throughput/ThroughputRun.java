@@ -219,6 +219,7 @@ final class ThroughputRun {
               round(measured.schedulerCpuMs() / burst.size(), 3),
               round(measured.schedulerJitCpuMs() / burst.size(), 3),
               round(measured.standInCpuMs() / burst.size(), 3),
+              round(measured.standInJitCpuMs() / burst.size(), 3),
               round(BurstRecorder.percentile(measured.filters(), 50), 2),
               round(BurstRecorder.percentile(measured.filters(), 99), 2),
               round(BurstRecorder.percentile(measured.binds(), 50), 2),
@@ -338,12 +339,14 @@ final class ThroughputRun {
     double cpuBefore = meter.cpuMillis();
     Map<Long, Long> jitBefore = meter.compilerTicks();
     double standInsBefore = standIns.cpuMillis();
+    Map<Long, Long> standInJitBefore = standIns.compilerTicks();
     double seconds = burst(client, pods, recorder, scheduler, settings.timeout());
     double cpu = meter.cpuMillis() - cpuBefore;
     double jit = meter.compilerCpuMillisBetween(jitBefore, meter.compilerTicks());
     double standInCpu = standIns.cpuMillis() - standInsBefore;
+    double standInJit = standIns.compilerCpuMillisBetween(standInJitBefore, standIns.compilerTicks());
     var histogramAfter = histogram.read();
-    return new BurstMeasure(seconds, cpu, jit, standInCpu, recorder.filterMillis(), recorder.bindMillis(), recorder.successfulBinds(), recorder.bindErrors(), recorder.filterMisses(),
+    return new BurstMeasure(seconds, cpu, jit, standInCpu, standInJit, recorder.filterMillis(), recorder.bindMillis(), recorder.successfulBinds(), recorder.bindErrors(), recorder.filterMisses(),
         SchedulerFilterHistogram.percentileMillis(histogramBefore, histogramAfter, 50), SchedulerFilterHistogram.percentileMillis(histogramBefore, histogramAfter, 99));
   }
 

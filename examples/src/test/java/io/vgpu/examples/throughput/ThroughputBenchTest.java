@@ -53,6 +53,9 @@ class ThroughputBenchTest {
     // The JIT's share of the scheduler's CPU: a cold JVM compiles during its first burst.
     assertThat(report.path("schedulerJitCpuMsPerPod").asDouble()).isPositive().isLessThanOrEqualTo(report.path("schedulerCpuMsPerPod").asDouble());
     assertThat(report.path("schedulerJitCpuMsPerPodSteady").isNumber()).isTrue();
+    // The stand-ins' JIT, likewise a part of their CPU.
+    assertThat(report.path("standInJitCpuMsPerPod").asDouble()).isNotNegative().isLessThanOrEqualTo(report.path("standInCpuMsPerPod").asDouble());
+    assertThat(report.path("standInJitCpuMsPerPodSteady").isNumber()).isTrue();
     // The steady state: a second burst as large as the first, after the warm-up and the first burst.
     assertThat(report.path("steadyPods").asInt()).isEqualTo(50);
     assertThat(report.path("steadyWarmupPods").asInt()).isEqualTo(55);
