@@ -68,7 +68,7 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
 
   @Option(names = "--rehearsal-pods", paramLabel = "R",
       description = "Before the first measured run, R pods through the stand-ins on a small cluster of their own with a scheduler of its own,"
-          + " not measured: the stand-ins (this JVM) have then compiled their part, as an API server and kubelets that have been running"
+          + " then a second round of at most " + SECOND_ROUND + " pods, not measured: the stand-ins (this JVM) have then compiled their part, as an API server and kubelets that have been running"
           + " have; the measured scheduler starts cold all the same. 0: none (default: " + DEFAULT_REHEARSAL + " when the first size's warm-up"
           + " is under " + DEFAULT_WARMUP + ", else none).")
   @Nullable Integer rehearsalPods;
@@ -178,22 +178,40 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
 
   /**
    * The rehearsal: {@code rehearsalPods} pods through the stand-ins and a scheduler of its own on a
-   * cluster just large enough, unmeasured and thrown away. Returns the pods it ran (the stand-ins'
+   * cluster just large enough, then a second, short round of at most {@value #SECOND_ROUND} pods on a
+   * cluster of its own, both unmeasured and thrown away. Returns the pods they ran (the stand-ins'
    * warm-up, reported with each result). Only where the measured run's own warm-up is short: at 5,000
    * nodes the stand-ins measured worse after a rehearsal on a small cluster than after none (their
    * compiled code is shaped by what it ran first), and the run's 200-pod warm-up warms them there.
+   *
+   * <p>Two rounds, because the end of a round and the next one's set-up (its stand-ins closed, new
+   * ones started, a new cluster stored) deoptimize about 200 of the stand-ins' compiled methods, which
+   * the next burst then compiles again: the short round takes that compiling, and its own end
+   * deoptimizes about 25, the close paths being in the profiles by then (run Y in vgpu-bench's README).
    */
   private int rehearse(LabHome home, PrintWriter progress, int rehearsalPods) {
-    int n = Math.max(10, (rehearsalPods + REHEARSAL_PODS_PER_NODE - 1) / REHEARSAL_PODS_PER_NODE);
+    int first = rehearseRound(home, progress, rehearsalPods, "rehearsal");
+    return first + rehearseRound(home, progress, Math.min(rehearsalPods, SECOND_ROUND), "rehearsal-2");
+  }
+
+  /** The pods of the rehearsal's second round, onto {@value #REHEARSAL_MIN_NODES} nodes. */
+  private static final int SECOND_ROUND = 200;
+
+  /** The fewest nodes a rehearsal round runs on. */
+  private static final int REHEARSAL_MIN_NODES = 10;
+
+  /** One round of the rehearsal, kept in {@code keepAs} under {@code --keep}; the pods it ran. */
+  private int rehearseRound(LabHome home, PrintWriter progress, int rehearsalPods, String keepAs) {
+    int n = Math.max(REHEARSAL_MIN_NODES, (rehearsalPods + REHEARSAL_PODS_PER_NODE - 1) / REHEARSAL_PODS_PER_NODE);
     int w = Math.min(DEFAULT_WARMUP, n);
-    progress.printf(Locale.ROOT, "throughput-bench: rehearsal: %d pods onto %d nodes through the stand-ins, not measured%n", rehearsalPods, n);
+    progress.printf(Locale.ROOT, "throughput-bench: %s: %d pods onto %d nodes through the stand-ins, not measured%n", keepAs, rehearsalPods, n);
     ThroughputRun.Settings settings =
         new ThroughputRun.Settings(n, rehearsalPods, 0, w, 0, bindsInFlight, kubeletThreads, 0, seed, timeout, javaOptions(home), schedulerArgs(), Optional.empty(), 0, Optional.ofNullable(schedulerJava));
-    try (LabWorkspace workspace = keep == null ? LabWorkspace.temporary() : LabWorkspace.kept(keep.resolve("rehearsal"))) {
+    try (LabWorkspace workspace = keep == null ? LabWorkspace.temporary() : LabWorkspace.kept(keep.resolve(keepAs))) {
       ThroughputResult rehearsal = new ThroughputRun(home, settings, progress).run(workspace);
       if (!sound(rehearsal)) {
-        progress.printf(Locale.ROOT, "throughput-bench: the rehearsal did not place and bind every pod once (%d placed, %d binds, %d lost): the measured runs say how theirs went%n",
-            rehearsal.audit().placed(), rehearsal.successfulBinds(), rehearsal.audit().lostCount());
+        progress.printf(Locale.ROOT, "throughput-bench: the %s did not place and bind every pod once (%d placed, %d binds, %d lost): the measured runs say how theirs went%n",
+            keepAs, rehearsal.audit().placed(), rehearsal.successfulBinds(), rehearsal.audit().lostCount());
       }
     }
     return w + rehearsalPods;

@@ -67,10 +67,11 @@ class ThroughputBenchTest {
       assertThat(report.path(key).asDouble()).as(key).isPositive();
     }
     assertThat(Files.readString(plot)).startsWith("<svg").contains("20");
-    // The rehearsal ran before: its 10 pods onto 10 nodes, after a warm-up of one pod per node.
-    assertThat(report.path("standInsPodsBefore").asInt()).isEqualTo(20);
+    // The rehearsal ran before, in two rounds: each 10 pods onto 10 nodes, after a warm-up of one pod per node.
+    assertThat(report.path("standInsPodsBefore").asInt()).isEqualTo(40);
     // --keep with a rehearsal: each run's scheduler log in a directory of its own.
     assertThat(kept.resolve("rehearsal/logs/scheduler.log")).isNotEmptyFile();
+    assertThat(kept.resolve("rehearsal-2/logs/scheduler.log")).isNotEmptyFile();
     assertThat(kept.resolve("20-nodes/logs/scheduler.log")).isNotEmptyFile();
   }
 
