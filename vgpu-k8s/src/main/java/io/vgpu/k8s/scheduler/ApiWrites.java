@@ -101,7 +101,7 @@ public final class ApiWrites {
     // Bytes, made text only for a refusal: a success's body (the object written) is never read.
     CompletableFuture<HttpResponse<byte[]>> sent = client.getHttpClient().sendAsync(request.build(), byte[].class);
     if (timeout > 0) {
-      sent = sent.orTimeout(timeout, TimeUnit.MILLISECONDS);
+      sent = Timeouts.orTimeout(sent, timeout, TimeUnit.MILLISECONDS);
     }
     return sent.handle(
         (response, e) -> {

@@ -784,9 +784,7 @@ public final class Extender {
     } else {
       // The filter's write of the decision is still on its way: the bind reads the pod once it is over.
       long wait = Math.max(0, waitUntil - System.nanoTime());
-      result = decision
-          .handle((ok, failure) -> failure)
-          .completeOnTimeout(DECISION_WRITE_TIMED_OUT, wait, TimeUnit.NANOSECONDS)
+      result = Timeouts.completeOnTimeout(decision.handle((ok, failure) -> failure), DECISION_WRITE_TIMED_OUT, wait, TimeUnit.NANOSECONDS)
           .thenComposeAsync(
               failure -> failure == null
                   ? bindNow(args, waitUntil, abandoned)

@@ -70,7 +70,7 @@ final class NodeLockWaiters {
       }
       waiter.turn = turn;
     }
-    return turn.completeOnTimeout(null, Math.max(1, timeout.toMillis()), TimeUnit.MILLISECONDS);
+    return Timeouts.completeOnTimeout(turn, null, Math.max(1, timeout.toMillis()), TimeUnit.MILLISECONDS);
   }
 
   /** The node's lock was released: the first in line gets its turn. */
