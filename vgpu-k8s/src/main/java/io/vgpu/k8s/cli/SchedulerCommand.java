@@ -7,6 +7,7 @@ import io.vgpu.k8s.grant.GrantKeySecret;
 import io.vgpu.k8s.scheduler.KaiWebhookServer;
 import io.vgpu.k8s.scheduler.SchedulerOptions;
 import io.vgpu.k8s.scheduler.SchedulerServer;
+import io.vgpu.k8s.scheduler.WarmUpTraining;
 import io.vgpu.k8s.yaml.InputException;
 import io.vgpu.nvidia.HookLayout;
 import java.io.IOException;
@@ -43,7 +44,8 @@ public final class SchedulerCommand implements Callable<Integer> {
           "--extender-bind-address", "--client-ca-file", "--scheduler-name", "--node-scheduler-policy", "--gpu-scheduler-policy", "--device-config-file",
           "--node-lock-timeout", "--node-lock-retry-timeout", "--leader-elect", "--leader-elect-resource-name", "--leader-elect-resource-namespace",
           "--stale-reservation-timeout", "--node-label-selector", "--legacy-metrics", "--force-overwrite-default-scheduler", "--place-cpu-only-pods",
-          "--grant-key-secret", "--sync-timeout", "--kai-dialect", "--kai-scheduler-name", "--gang-hold-timeout", "--warm-up-rounds");
+          "--grant-key-secret", "--sync-timeout", "--kai-dialect", "--kai-scheduler-name", "--gang-hold-timeout", "--warm-up-rounds",
+          "--warm-up-only");
 
   @Spec
   @Nullable CommandSpec spec;
@@ -157,6 +159,11 @@ public final class SchedulerCommand implements Callable<Integer> {
       description = "Rounds of the request path (over a private loopback listener) run on made-up pods before the extender listens, so that the first pods find it compiled; 0 for none (default ${DEFAULT-VALUE}, at most 20 s; at most 600 where the JVM compiles without C2, as with -XX:TieredStopAtLevel=1).")
   int warmUpRounds;
 
+  @Option(names = "--warm-up-only",
+      description = "Run the start-up warm-up alone and exit, reaching no cluster and serving nothing: the training run of a JVM that keeps what it learned,"
+          + " e.g. java -XX:AOTCacheOutput=scheduler.aot ... scheduler --warm-up-only, then the scheduler with -XX:AOTCache=scheduler.aot (JDK 25).")
+  boolean warmUpOnly;
+
   @Option(names = "--sync-timeout", defaultValue = "2m", converter = GoDuration.class, description = "How long to wait for the informer caches at start (default ${DEFAULT-VALUE}).")
   Duration syncTimeout;
 
@@ -217,6 +224,9 @@ public final class SchedulerCommand implements Callable<Integer> {
       // A flag the options refuse (a negative count, a zero timeout): one line, as picocli's own.
       throw new InputException(e.getMessage());
     }
+    if (warmUpOnly) {
+      return warmUpOnly(options, config);
+    }
     KubernetesClient client = ClusterConnection.connect(kubeconfig);
     try {
       if (grantKeySecret != null) {
@@ -235,6 +245,24 @@ public final class SchedulerCommand implements Callable<Integer> {
       throw new UnavailableException(e.getMessage());
     } finally {
       client.close();
+    }
+    return 0;
+  }
+
+  /** {@code --warm-up-only}: the warm-up's rounds, one line on what ran, and no cluster. */
+  private int warmUpOnly(SchedulerOptions options, DeviceConfig config) {
+    String ran;
+    try {
+      ran = WarmUpTraining.run(options, config);
+    } catch (IllegalArgumentException e) {
+      throw new InputException(e.getMessage());
+    } catch (IOException e) {
+      throw new UnavailableException("--warm-up-only: " + e.getMessage());
+    }
+    if (spec != null) {
+      spec.commandLine().getOut().println(ran);
+    } else {
+      System.out.println(ran);
     }
     return 0;
   }

@@ -71,7 +71,7 @@ public final class SchedulerServer implements AutoCloseable {
   /** Threads that finish binds once their node's lock is theirs (a bind waiting for one holds none). */
   private static final int BIND_THREADS = 2;
   /** The longest a warm-up may delay serving, however many rounds it was given. */
-  private static final Duration WARM_UP_BUDGET = Duration.ofSeconds(20);
+  static final Duration WARM_UP_BUDGET = Duration.ofSeconds(20);
 
   private final KubernetesClient client;
   private final Engine engine;
@@ -105,6 +105,19 @@ public final class SchedulerServer implements AutoCloseable {
     this.waking = b.waking;
   }
 
+  /** The device configuration with the policies the flags name in place of its own. */
+  static DeviceConfig effective(SchedulerOptions options, DeviceConfig config) {
+    return config.toBuilder()
+        .nodeSchedulerPolicy(options.nodeSchedulerPolicy().isEmpty() ? config.nodeSchedulerPolicy() : options.nodeSchedulerPolicy())
+        .gpuSchedulerPolicy(options.gpuSchedulerPolicy().isEmpty() ? config.gpuSchedulerPolicy() : options.gpuSchedulerPolicy())
+        .build();
+  }
+
+  /** The mapper the scheduler reads its requests with. */
+  static JsonMapper json() {
+    return JSON;
+  }
+
   private static final class Builder {
     KubernetesClient client;
     Engine engine;
@@ -130,10 +143,7 @@ public final class SchedulerServer implements AutoCloseable {
    * @throws IOException when a listener cannot bind or the TLS files cannot be read
    */
   public static SchedulerServer start(SchedulerOptions options, DeviceConfig config, KubernetesClient client, Clock clock) throws IOException {
-    DeviceConfig effective = config.toBuilder()
-        .nodeSchedulerPolicy(options.nodeSchedulerPolicy().isEmpty() ? config.nodeSchedulerPolicy() : options.nodeSchedulerPolicy())
-        .gpuSchedulerPolicy(options.gpuSchedulerPolicy().isEmpty() ? config.gpuSchedulerPolicy() : options.gpuSchedulerPolicy())
-        .build();
+    DeviceConfig effective = effective(options, config);
     // The key first: a scheduler that would sign grants serves nothing until it can.
     GrantSignature signer = null;
     if (options.grantKeySecret().isPresent()) {

@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import org.junit.jupiter.api.Test;
 
-/** {@code vgpu scheduler}'s flag checks for {@code --stack}: one line each, exit code 2, before any connection. */
+/** {@code vgpu scheduler}'s flag checks (one line each, exit code 2, before any connection) and its warm-up alone. */
 class SchedulerCommandTest {
   @Test
   void anUnknownStackIsOneLine() {
@@ -18,7 +18,7 @@ class SchedulerCommandTest {
   void theExtendersFlagsAreRefusedUnderKai() {
     for (String flag : SchedulerCommand.HAMI_STACK_ONLY) {
       String arg = switch (flag) {
-        case "--leader-elect", "--legacy-metrics", "--place-cpu-only-pods", "--kai-dialect" -> flag;
+        case "--leader-elect", "--legacy-metrics", "--place-cpu-only-pods", "--kai-dialect", "--warm-up-only" -> flag;
         case "--node-lock-timeout", "--node-lock-retry-timeout", "--stale-reservation-timeout", "--sync-timeout", "--gang-hold-timeout" -> flag + "=1m";
         case "--node-label-selector" -> flag + "=gpu=on";
         case "--warm-up-rounds" -> flag + "=0";
@@ -59,5 +59,22 @@ class SchedulerCommandTest {
       assertThat(run.code()).as(arg).isEqualTo(2);
       assertThat(run.err()).isEqualTo("vgpu: " + arg.substring(0, arg.indexOf('=')) + " applies only with --kai-dialect\n");
     }
+  }
+
+  @Test
+  void theWarmUpAloneRunsItsRoundsWithTlsAndReachesNoCluster() {
+    // A kubeconfig that does not exist: reaching for a cluster would fail the run.
+    Run run = vgpu("scheduler", "--warm-up-only", "--warm-up-rounds=200", "--kubeconfig=/nonexistent/kubeconfig");
+
+    assertThat(run.err()).isEmpty();
+    assertThat(run.code()).isZero();
+    assertThat(run.out()).matches("warm-up only: 200 rounds over the loopback with TLS, 1[0-9]{2} placed, [1-9][0-9]* writes answered, in [0-9]+ ms\n");
+  }
+
+  @Test
+  void aWarmUpAloneWithoutRoundsIsOneLine() {
+    Run run = vgpu("scheduler", "--warm-up-only", "--warm-up-rounds=0");
+    assertThat(run.code()).isEqualTo(2);
+    assertThat(run.err()).isEqualTo("vgpu: --warm-up-only: --warm-up-rounds is 0, so there is nothing to run\n");
   }
 }
