@@ -2,6 +2,7 @@ package io.vgpu.examples.throughput;
 
 import io.vgpu.examples.lab.LabHome;
 import io.vgpu.examples.lab.LabWorkspace;
+import io.vgpu.examples.lab.components.JavaCommand;
 import io.vgpu.k8s.cli.GoDuration;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -91,6 +92,12 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
           + " the stand-ins stay on this one.")
   @Nullable Path schedulerJava;
 
+  @Option(names = "--scheduler-aot-cache",
+      description = "Start the measured scheduler with an ahead-of-time cache (-XX:AOTCache) that its warm-up alone trained just before (vgpu scheduler --warm-up-only"
+          + " under -XX:AOTCacheOutput, with the scheduler's own JVM options and flags): its classes loaded and linked and its methods' profiles ready at start."
+          + " Needs JDK 25 or later for the scheduler (--scheduler-java).")
+  boolean schedulerAotCache;
+
   @Option(names = "--scheduler-args", paramLabel = "FLAGS",
       description = "Flags for the scheduler after the chart's, space-separated, e.g. --warm-up-rounds=0 (default: none).")
   @Nullable String schedulerArgs;
@@ -134,7 +141,7 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
       }
       ThroughputRun.Settings settings =
           new ThroughputRun.Settings(n, pods, running, w, steady, bindsInFlight, kubeletThreads, standInsNice, seed, timeout, javaOptions(home), schedulerArgs(),
-              Optional.ofNullable(profile), standInsPodsBefore, Optional.ofNullable(schedulerJava));
+              Optional.ofNullable(profile), standInsPodsBefore, Optional.ofNullable(schedulerJava), schedulerAotCache);
       try (LabWorkspace workspace = keep == null ? LabWorkspace.temporary() : LabWorkspace.kept(nodes.size() == 1 && rehearsal == 0 ? keep : keep.resolve(n + "-nodes"))) {
         results.add(new ThroughputRun(home, settings, progress).run(workspace));
       }
@@ -206,7 +213,7 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
     int w = Math.min(DEFAULT_WARMUP, n);
     progress.printf(Locale.ROOT, "throughput-bench: %s: %d pods onto %d nodes through the stand-ins, not measured%n", keepAs, rehearsalPods, n);
     ThroughputRun.Settings settings =
-        new ThroughputRun.Settings(n, rehearsalPods, 0, w, 0, bindsInFlight, kubeletThreads, 0, seed, timeout, javaOptions(home), schedulerArgs(), Optional.empty(), 0, Optional.ofNullable(schedulerJava));
+        new ThroughputRun.Settings(n, rehearsalPods, 0, w, 0, bindsInFlight, kubeletThreads, 0, seed, timeout, javaOptions(home), schedulerArgs(), Optional.empty(), 0, Optional.ofNullable(schedulerJava), false);
     try (LabWorkspace workspace = keep == null ? LabWorkspace.temporary() : LabWorkspace.kept(keep.resolve(keepAs))) {
       ThroughputResult rehearsal = new ThroughputRun(home, settings, progress).run(workspace);
       if (!sound(rehearsal)) {
@@ -248,6 +255,13 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
     }
     if (schedulerJava != null && !Files.isExecutable(schedulerJava)) {
       throw new CommandLine.ParameterException(spec.commandLine(), "--scheduler-java " + schedulerJava + " is not an executable file");
+    }
+    if (schedulerAotCache) {
+      String version = schedulerJava == null ? System.getProperty("java.version") : JavaCommand.on(schedulerJava.toString(), Optional.empty()).javaVersion().orElse("unknown");
+      if (!SchedulerAotCache.supports(version)) {
+        throw new CommandLine.ParameterException(spec.commandLine(),
+            "--scheduler-aot-cache needs JDK 25 or later for the scheduler, and " + (schedulerJava == null ? "this Java" : "--scheduler-java " + schedulerJava) + " is " + version);
+      }
     }
     if (rehearsalPods != null && rehearsalPods < 0) {
       throw new CommandLine.ParameterException(spec.commandLine(), "--rehearsal-pods " + rehearsalPods + " must not be negative");

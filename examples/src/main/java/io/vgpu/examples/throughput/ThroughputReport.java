@@ -59,6 +59,8 @@ final class ThroughputReport {
     o.put("setupSeconds", r.setupSeconds());
     o.put("standInsPodsBefore", r.standInsPodsBefore());
     o.put("schedulerJavaVersion", r.schedulerJavaVersion());
+    // null: the scheduler started without an AOT cache.
+    putOrNull(o, "schedulerAotTrainingSeconds", r.schedulerAotTrainingSeconds().orElse(null));
     ArrayNode load = o.putArray("loadAverage");
     r.loadAverage().forEach(load::add);
     // The steady state: null figures (and why) when the cluster could not hold a second burst.

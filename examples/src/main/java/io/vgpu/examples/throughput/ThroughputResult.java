@@ -40,6 +40,8 @@ import java.util.Optional;
  * @param standInsPodsBefore pods the stand-ins' JVM ran before this run (the rehearsal, earlier sizes): 0
  *     when they met the run's first pods cold, as no API server and kubelets of a real cluster do
  * @param schedulerJavaVersion the version of the Java the scheduler ran on, or empty when unknown
+ * @param schedulerAotTrainingSeconds how long the training run of the scheduler's AOT cache took, when
+ *     it started with one
  */
 record ThroughputResult(
     int nodes,
@@ -70,7 +72,8 @@ record ThroughputResult(
     Optional<Steady> steady,
     String steadySkipped,
     int standInsPodsBefore,
-    String schedulerJavaVersion) {
+    String schedulerJavaVersion,
+    Optional<Double> schedulerAotTrainingSeconds) {
 
   /**
    * A burst measured after a warm-up of at least as many pods (a scheduler that has been running for a

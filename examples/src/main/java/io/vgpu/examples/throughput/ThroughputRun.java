@@ -76,6 +76,8 @@ final class ThroughputRun {
    * @param profile where to write a Flight Recorder recording of the scheduler during the measured burst, if anywhere
    * @param standInsPodsBefore pods this JVM's stand-ins ran before this run (a rehearsal, earlier sizes): reported
    * @param schedulerJava the java program the scheduler runs on, if not this JVM's
+   * @param schedulerAotCache whether the scheduler starts with an ahead-of-time cache that its warm-up
+   *     alone trained just before ({@link SchedulerAotCache}; JDK 25 or later)
    */
   record Settings(
       int nodes,
@@ -92,7 +94,8 @@ final class ThroughputRun {
       List<String> schedulerArgs,
       Optional<Path> profile,
       int standInsPodsBefore,
-      Optional<Path> schedulerJava) {}
+      Optional<Path> schedulerJava,
+      boolean schedulerAotCache) {}
 
   private final LabHome home;
   private final Settings settings;
@@ -162,7 +165,16 @@ final class ThroughputRun {
       launch.runCertificates(kubeconfig, workspace.file("logs/certificates.log"));
       Optional<Path> archives = Optional.of(home.root().resolve("target/lab-cds"));
       JavaCommand java = settings.schedulerJava().map(j -> JavaCommand.on(j.toString(), archives)).orElseGet(() -> new JavaCommand(archives));
-      JavaCommand.Launch command = java.command("info", settings.schedulerJavaOptions(), concat(launch.args(), settings.schedulerArgs()));
+      List<String> schedulerArgs = concat(launch.args(), settings.schedulerArgs());
+      List<String> jvmOptions = settings.schedulerJavaOptions();
+      Optional<Double> aotTrainingSeconds = Optional.empty();
+      if (settings.schedulerAotCache()) {
+        say("the scheduler's AOT cache: its warm-up alone, as training");
+        SchedulerAotCache cache = SchedulerAotCache.train(java, jvmOptions, schedulerArgs, launch.env(), workspace.file("scheduler.aot"), workspace.file("logs/aot-training.log"));
+        aotTrainingSeconds = Optional.of(round(cache.trainingSeconds(), 2));
+        jvmOptions = concat(jvmOptions, List.of(cache.option()));
+      }
+      JavaCommand.Launch command = java.command("info", jvmOptions, schedulerArgs);
       ComponentProcess scheduler = new ComponentProcess("scheduler", command.command(), launch.env(), workspace.file("logs/scheduler.log"));
       Thread killer = new Thread(scheduler::kill, "throughput-bench-cleanup");
       Runtime.getRuntime().addShutdownHook(killer);
@@ -238,7 +250,8 @@ final class ThroughputRun {
               steadyMeasure.map(m -> ThroughputResult.Steady.of(m, warmup.size() + burst.size(), steadyAudit)),
               steadySkipped,
               settings.standInsPodsBefore(),
-              java.javaVersion().orElse(""));
+              java.javaVersion().orElse(""),
+              aotTrainingSeconds);
         }
       } finally {
         scheduler.stop();

@@ -14,7 +14,12 @@ class ThroughputReportTest {
   private static final PlacementAudit CLEAN = new PlacementAudit(200, List.of(), 0, List.of(), 0);
 
   private static ThroughputResult result(Optional<ThroughputResult.Steady> steady, String skipped) {
-    return new ThroughputResult(10, 200, 0, 16, 20.6, 9.7, 82.6, 41.3, 120.1, 35.2, 30, 60, 40, 80, 50, 300, 900, CLEAN, 200, Map.of(), 0, 3.5, List.of(0.5, 1.5), 2.5, 10, steady, skipped, 210, "25.0.3");
+    return result(steady, skipped, Optional.of(14.25));
+  }
+
+  private static ThroughputResult result(Optional<ThroughputResult.Steady> steady, String skipped, Optional<Double> aotTrainingSeconds) {
+    return new ThroughputResult(10, 200, 0, 16, 20.6, 9.7, 82.6, 41.3, 120.1, 35.2, 30, 60, 40, 80, 50, 300, 900, CLEAN, 200, Map.of(), 0, 3.5, List.of(0.5, 1.5), 2.5, 10, steady, skipped, 210, "25.0.3",
+        aotTrainingSeconds);
   }
 
   @Test
@@ -29,6 +34,7 @@ class ThroughputReportTest {
     assertThat(o.path("standInJitCpuMsPerPod").asDouble()).isEqualTo(35.2);
     assertThat(o.path("standInsPodsBefore").asInt()).isEqualTo(210);
     assertThat(o.path("schedulerJavaVersion").asString()).isEqualTo("25.0.3");
+    assertThat(o.path("schedulerAotTrainingSeconds").asDouble()).isEqualTo(14.25);
     assertThat(ThroughputReport.text(List.of(result(Optional.empty(), why)))).contains("stand-ins' CPU 120.10 ms (JIT 35.20) per pod (they ran 210 pods before)");
     assertThat(o.path("steadyPods").asInt()).isZero();
     assertThat(o.get("schedulerCpuMsPerPodSteady").isNull()).isTrue();
@@ -42,8 +48,10 @@ class ThroughputReportTest {
   @Test
   void theSteadyBurstsFiguresStandBesideTheFirstBursts() {
     ThroughputResult.Steady steady = new ThroughputResult.Steady(200, 400, 4.2, 1.9, 0.4, 95.5, 12.5, 6.1, 17.3, 21.0, 5, CLEAN, 200);
-    ThroughputResult r = result(Optional.of(steady), "");
+    ThroughputResult r = result(Optional.of(steady), "", Optional.empty());
     JsonNode o = JsonMapper.builder().build().readTree(ThroughputReport.json(List.of(r)));
+
+    assertThat(o.get("schedulerAotTrainingSeconds").isNull()).as("a scheduler started without an AOT cache").isTrue();
 
     assertThat(o.path("steadyPods").asInt()).isEqualTo(200);
     assertThat(o.path("steadyWarmupPods").asInt()).isEqualTo(400);

@@ -49,6 +49,14 @@ public final class JavaCommand {
     return new JavaCommand(java, System.getProperty("java.class.path"), archiveDirectory);
   }
 
+  /**
+   * A command builder whose processes run on {@code java} with {@code classPath} instead of this JVM's
+   * (e.g. only the scheduler's jars, where this JVM's class path has class directories).
+   */
+  public static JavaCommand on(String java, String classPath, Optional<Path> archiveDirectory) {
+    return new JavaCommand(java, classPath, archiveDirectory);
+  }
+
   /** The version of the Java the processes run on (its {@code release} file's {@code JAVA_VERSION}), or empty when unknown. */
   public Optional<String> javaVersion() {
     try {
