@@ -34,11 +34,16 @@ for module in vgpu-api vgpu-core vgpu-mock vgpu-nvidia; do
     printf '%s\n' "${jars[@]}" | grep -q "/$module-[^/]*\.jar$" || die "$module is missing from $classpath"
 done
 
-modules=$(jdeps --print-module-deps --ignore-missing-deps --multi-release 17 "${jars[@]}" 2>/dev/null) ||
+# The jars go on jdeps' class path, the command line's jar first, read recursively: given as arguments, a
+# jar with a module-info (okhttp-jvm's) is read as a named module, whose requirements (okio, an automatic
+# module) jdeps then fails to find.
+modules=$(jdeps -R --print-module-deps --ignore-missing-deps --multi-release 17 --class-path "$(IFS=:; echo "${jars[*]:1}")" "$jar" 2>/dev/null) ||
     die "jdeps could not list the modules the jars need"
 # JNA's optional AWT support makes jdeps name java.desktop (about 10 MB), which the command line never uses;
 # Jackson needs java.xml, which java.desktop would have brought. java.logging backs System.Logger.
-modules=$(printf '%s,java.xml,java.logging' "$modules" | tr ',' '\n' | grep -vx java.desktop | sort -u | paste -sd, -)
+# jdk.crypto.ec holds JDK 17's EC keys (vgpu certificates makes P-256 keys, and TLS serves them): a
+# security provider, found at run time, which jdeps cannot see (JDK 22 and later keep it in java.base).
+modules=$(printf '%s,java.xml,java.logging,jdk.crypto.ec' "$modules" | tr ',' '\n' | grep -vx java.desktop | sort -u | paste -sd, -)
 
 rm -rf "$DEST"
 mkdir -p "$DEST/lib"
@@ -52,4 +57,7 @@ cp "${jars[@]}" "$DEST/lib/"
 # The bundle must run the command line on its own.
 "$DEST/jre/bin/java" -cp "$DEST/lib/*" io.vgpu.k8s.cli.Vgpu inventory --source mock >/dev/null ||
     die "the runtime in $DEST/jre cannot run vgpu inventory"
+# ...and serve TLS with a certificate of vgpu's own (the scheduler's warm-up, on the loopback, with a throwaway one).
+"$DEST/jre/bin/java" -cp "$DEST/lib/*" io.vgpu.k8s.cli.Vgpu scheduler --warm-up-only --warm-up-rounds=50 >/dev/null 2>&1 ||
+    die "the runtime in $DEST/jre cannot make an EC key or serve TLS (vgpu scheduler --warm-up-only)"
 echo "make-jre: $DEST, $(du -sh "$DEST" | cut -f1): runtime $(du -sh "$DEST/jre" | cut -f1) ($modules), $(find "$DEST/lib" -name '*.jar' | wc -l) jars"
