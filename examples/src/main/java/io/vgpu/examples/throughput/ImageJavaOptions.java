@@ -12,13 +12,14 @@ import tools.jackson.databind.json.JsonMapper;
 
 /**
  * The JVM options vgpu's image starts every program with: its Dockerfile's {@code ENTRYPOINT}, a JSON
- * array {@code ["…/java", options…, "-cp", …]}, read so that the benchmark runs the scheduler's JVM as a
- * deployment runs it (its collector and heap sizing change the CPU a pod costs).
+ * array {@code ["…/java", options…, "-cp", …]} (or an argument file, {@code @file}, for the class path),
+ * read so that the benchmark runs the scheduler's JVM as a deployment runs it (its collector and heap
+ * sizing change the CPU a pod costs).
  */
 final class ImageJavaOptions {
   private ImageJavaOptions() {}
 
-  /** The options between {@code java} and {@code -cp} in the ENTRYPOINT of {@code dockerfile}. */
+  /** The options between {@code java} and {@code -cp} (or an argument file) in the ENTRYPOINT of {@code dockerfile}. */
   static List<String> read(Path dockerfile) {
     List<String> lines;
     try {
@@ -36,6 +37,20 @@ final class ImageJavaOptions {
       throw new UnavailableException(dockerfile + " has no ENTRYPOINT line");
     }
     return options(entrypoint, dockerfile.toString());
+  }
+
+  /** Whether the options start the JVM with an ahead-of-time cache of the image's ({@code -XX:AOTCache=}). */
+  static boolean namesAotCache(List<String> options) {
+    return options.stream().anyMatch(ImageJavaOptions::isAotCache);
+  }
+
+  /** The options without the image's AOT cache, a file that exists only inside the image. */
+  static List<String> withoutAotCache(List<String> options) {
+    return options.stream().filter(o -> !isAotCache(o)).toList();
+  }
+
+  private static boolean isAotCache(String option) {
+    return option.startsWith("-XX:AOTCache=");
   }
 
   /** The options of an ENTRYPOINT's JSON array, named {@code where} in errors. */

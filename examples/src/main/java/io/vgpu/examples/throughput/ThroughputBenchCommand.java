@@ -95,7 +95,7 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
   @Option(names = "--scheduler-aot-cache",
       description = "Start the measured scheduler with an ahead-of-time cache (-XX:AOTCache) that its warm-up alone trained just before (vgpu scheduler --warm-up-only"
           + " under -XX:AOTCacheOutput, with the scheduler's own JVM options and flags): its classes loaded and linked and its methods' profiles ready at start."
-          + " Needs JDK 25 or later for the scheduler (--scheduler-java).")
+          + " Needs JDK 25 or later for the scheduler (--scheduler-java). The default where the image's options name a cache (its Dockerfile's ENTRYPOINT) and the scheduler's Java is 25 or later.")
   boolean schedulerAotCache;
 
   @Option(names = "--scheduler-args", paramLabel = "FLAGS",
@@ -123,6 +123,8 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
     json
   }
 
+  private static final String DOCKERFILE = "images/vgpu/Dockerfile";
+
   @Override
   public Integer call() {
     validate();
@@ -130,6 +132,7 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
     PrintWriter progress = new PrintWriter(System.err, true, StandardCharsets.UTF_8);
     LabHome home = LabHome.locate();
     List<ThroughputResult> results = new ArrayList<>();
+    boolean aotCache = aotCache(home, progress);
     int rehearsal = rehearsal(rehearsalPods, warmupFor(nodes.get(0)));
     int standInsPodsBefore = rehearsal > 0 ? rehearse(home, progress, rehearsal) : 0;
     for (int n : nodes) {
@@ -141,7 +144,7 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
       }
       ThroughputRun.Settings settings =
           new ThroughputRun.Settings(n, pods, running, w, steady, bindsInFlight, kubeletThreads, standInsNice, seed, timeout, javaOptions(home), schedulerArgs(),
-              Optional.ofNullable(profile), standInsPodsBefore, Optional.ofNullable(schedulerJava), schedulerAotCache);
+              Optional.ofNullable(profile), standInsPodsBefore, Optional.ofNullable(schedulerJava), aotCache);
       try (LabWorkspace workspace = keep == null ? LabWorkspace.temporary() : LabWorkspace.kept(nodes.size() == 1 && rehearsal == 0 ? keep : keep.resolve(n + "-nodes"))) {
         results.add(new ThroughputRun(home, settings, progress).run(workspace));
       }
@@ -256,12 +259,9 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
     if (schedulerJava != null && !Files.isExecutable(schedulerJava)) {
       throw new CommandLine.ParameterException(spec.commandLine(), "--scheduler-java " + schedulerJava + " is not an executable file");
     }
-    if (schedulerAotCache) {
-      String version = schedulerJava == null ? System.getProperty("java.version") : JavaCommand.on(schedulerJava.toString(), Optional.empty()).javaVersion().orElse("unknown");
-      if (!SchedulerAotCache.supports(version)) {
-        throw new CommandLine.ParameterException(spec.commandLine(),
-            "--scheduler-aot-cache needs JDK 25 or later for the scheduler, and " + (schedulerJava == null ? "this Java" : "--scheduler-java " + schedulerJava) + " is " + version);
-      }
+    if (schedulerAotCache && !SchedulerAotCache.supports(schedulerJavaVersion())) {
+      throw new CommandLine.ParameterException(spec.commandLine(),
+          "--scheduler-aot-cache needs JDK 25 or later for the scheduler, and " + (schedulerJava == null ? "this Java" : "--scheduler-java " + schedulerJava) + " is " + schedulerJavaVersion());
     }
     if (rehearsalPods != null && rehearsalPods < 0) {
       throw new CommandLine.ParameterException(spec.commandLine(), "--rehearsal-pods " + rehearsalPods + " must not be negative");
@@ -277,9 +277,33 @@ public final class ThroughputBenchCommand implements Callable<Integer> {
     }
   }
 
+  private String schedulerJavaVersion() {
+    return schedulerJava == null ? System.getProperty("java.version") : JavaCommand.on(schedulerJava.toString(), Optional.empty()).javaVersion().orElse("unknown");
+  }
+
+  /**
+   * Whether the measured scheduler starts with an AOT cache: when asked, or as the image starts it
+   * where its Java can (the image's cache itself is a file inside the image: one is trained here).
+   */
+  private boolean aotCache(LabHome home, PrintWriter progress) {
+    if (schedulerAotCache) {
+      return true;
+    }
+    if (schedulerJavaOptions != null || !ImageJavaOptions.namesAotCache(ImageJavaOptions.read(home.root().resolve(DOCKERFILE)))) {
+      return false;
+    }
+    if (SchedulerAotCache.supports(schedulerJavaVersion())) {
+      return true;
+    }
+    progress.printf(Locale.ROOT, "throughput-bench: the image starts the scheduler on JDK 25 with an AOT cache; this scheduler runs on %s without one (--scheduler-java names a JDK 25)%n",
+        schedulerJavaVersion());
+    return false;
+  }
+
   private List<String> javaOptions(LabHome home) {
     if (schedulerJavaOptions == null) {
-      return ImageJavaOptions.read(home.root().resolve("images/vgpu/Dockerfile"));
+      // The image's AOT cache is a file inside the image: aotCache() trains one here instead.
+      return ImageJavaOptions.withoutAotCache(ImageJavaOptions.read(home.root().resolve(DOCKERFILE)));
     }
     return schedulerJavaOptions.isBlank() ? List.of() : List.of(schedulerJavaOptions.trim().split("\\s+"));
   }

@@ -1,6 +1,7 @@
 package io.vgpu.examples.chart;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.vgpu.k8s.cli.Vgpu;
 import io.vgpu.nvidia.Interposer;
@@ -11,6 +12,7 @@ import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 import javax.xml.parsers.DocumentBuilderFactory;
@@ -22,11 +24,17 @@ import org.w3c.dom.Document;
  * The image as its Dockerfile and Jib configuration lay it out, against what the chart runs: no
  * registry or Docker engine is reachable here, so what can be checked is checked: the entrypoint runs
  * the `vgpu` command line (the chart gives only args, starting with the subcommand), the runtime and
- * jars are where the entrypoint looks, libvgpu.so rides inside the vgpu-nvidia jar where the node agent
+ * jars are where the entrypoint looks, the scheduler's AOT cache is trained under the entrypoint's
+ * options (and, with a JDK 25 here, the training script runs), libvgpu.so rides inside the vgpu-nvidia jar where the node agent
  * reads it, and the users agree with the pods' security contexts.
  */
 class ImageTest {
   private static final Path DOCKERFILE = Path.of("../images/vgpu/Dockerfile");
+  private static final Path TRAIN_AOT = Path.of("../images/vgpu/train-aot.sh");
+  /** Where this machine keeps its second JDK (the project's machines have Temurin 25 there). */
+  private static final Path JDK_25 = Path.of("/usr/lib/jvm/temurin-25-jdk-amd64");
+
+  @TempDir Path temp;
   private static final Pattern ENTRYPOINT = Pattern.compile("(?m)^ENTRYPOINT (\\[.*])$");
   private static final Pattern COPY = Pattern.compile("(?m)^COPY (?:--from=\\S+ )?(\\S+) (\\S+)$");
 
@@ -52,14 +60,63 @@ class ImageTest {
     List<String> entry = entrypoint();
     assertThat(entry.get(entry.size() - 1)).isEqualTo(Vgpu.class.getName());
     String java = entry.get(0);
-    String classPath = entry.get(entry.indexOf("-cp") + 1);
-    assertThat(classPath).endsWith("/*");
     List<String> copied = copiedTo();
-    assertThat(copied).contains(classPath.substring(0, classPath.length() - 2));
     assertThat(copied).anyMatch(dir -> java.startsWith(dir + "/bin/java"));
+    // The class path is the argument file train-aot.sh writes from the jars, run in the image on its prefix.
+    Matcher training = Pattern.compile("(?m)^RUN (\\S+/train-aot\\.sh) (\\S+)$").matcher(Files.readString(DOCKERFILE));
+    assertThat(training.find()).as("the Dockerfile runs train-aot.sh").isTrue();
+    String prefix = training.group(2);
+    assertThat(copied).contains(prefix + "/lib", training.group(1));
+    assertThat(entry).contains("@" + prefix + "/classpath", "-XX:AOTCache=" + prefix + "/scheduler.aot");
+    assertThat(Files.readString(TRAIN_AOT)).contains("\"$prefix/classpath\"", "-XX:AOTCacheOutput=\"$prefix/scheduler.aot\"", "-XX:AOTMode=on");
     // The runtime and the jars come from make-jre.sh, which derives the modules with jdeps.
     assertThat(Files.readString(DOCKERFILE)).contains("vgpu-native/scripts/make-jre.sh", "/src/vgpu-native/target/gpu-check/java/jre", "/src/vgpu-native/target/gpu-check/java/lib");
     assertThat(Files.readString(Path.of("../vgpu-native/scripts/make-jre.sh"))).contains("DEST=$HERE/target/gpu-check/java", "\"$DEST/jre\"", "\"$DEST/lib/\"");
+  }
+
+  @Test
+  void theCacheIsTrainedUnderTheEntrypointsOwnOptions() throws Exception {
+    List<String> entry = entrypoint();
+    List<String> options = entry.subList(1, entry.size()).stream().takeWhile(a -> a.startsWith("-")).filter(a -> !a.startsWith("-XX:AOTCache=")).toList();
+    Matcher trained = Pattern.compile("(?m)^options=\\((.*)\\)$").matcher(Files.readString(TRAIN_AOT));
+    assertThat(trained.find()).isTrue();
+    assertThat(List.of(trained.group(1).split(" "))).as("a cache is made for one collector and one set of options").isEqualTo(options);
+  }
+
+  /**
+   * train-aot.sh as the image's last stage runs it, on a prefix laid out as the image's: JDK 25 for the
+   * runtime, the scheduler's jars in lib. It writes the class path file and a cache that a JVM with the
+   * entrypoint's options maps (the script itself checks that with -XX:AOTMode=on).
+   */
+  @Test
+  void theTrainingScriptWritesACacheTheEntrypointsJvmMaps() throws Exception {
+    assumeTrue(Files.isDirectory(JDK_25), "no JDK 25 at " + JDK_25);
+    Path k8s = Path.of("../vgpu-k8s/target").toAbsolutePath().normalize();
+    assumeTrue(Files.isRegularFile(k8s.resolve("classpath.txt")), "vgpu-k8s is not packaged");
+    Path prefix = temp.resolve("opt/vgpu");
+    Path lib = Files.createDirectories(prefix.resolve("lib"));
+    Files.createSymbolicLink(prefix.resolve("jre"), JDK_25);
+    List<Path> jars = new ArrayList<>();
+    try (var files = Files.list(k8s)) {
+      files.filter(f -> f.getFileName().toString().matches("vgpu-k8s-[^/]*\\.jar") && !f.getFileName().toString().endsWith("-sources.jar")).forEach(jars::add);
+    }
+    for (String jar : Files.readString(k8s.resolve("classpath.txt")).trim().split(java.io.File.pathSeparator)) {
+      jars.add(Path.of(jar));
+    }
+    for (Path jar : jars) {
+      Files.copy(jar, lib.resolve(jar.getFileName()));
+    }
+
+    Process training = new ProcessBuilder("bash", TRAIN_AOT.toAbsolutePath().toString(), prefix.toString()).redirectErrorStream(true).start();
+    String out = new String(training.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+    assertThat(training.waitFor(3, java.util.concurrent.TimeUnit.MINUTES)).isTrue();
+
+    assertThat(training.exitValue()).as(out).isZero();
+    assertThat(out).contains("warm-up only:", "train-aot: " + prefix.resolve("scheduler.aot"));
+    String classPath = Files.readString(prefix.resolve("classpath")).trim();
+    assertThat(classPath).startsWith("-cp " + lib + "/");
+    List<String> listed = List.of(classPath.substring("-cp ".length()).split(":"));
+    assertThat(listed).hasSize(jars.size()).isSorted();
   }
 
   @Test

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.vgpu.examples.lab.LabHome;
 import io.vgpu.k8s.cli.UnavailableException;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /** The benchmark runs the scheduler's JVM with the options of vgpu's image. */
@@ -16,8 +17,20 @@ class ImageJavaOptionsTest {
   }
 
   @Test
+  void theOptionsEndAtAnArgumentFileAndTheImagesAotCacheIsLeftOutForTheBench() {
+    List<String> options = ImageJavaOptions.options(
+        "[\"/opt/vgpu/jre/bin/java\", \"-XX:+UseSerialGC\", \"-XX:AOTCache=/opt/vgpu/scheduler.aot\", \"@/opt/vgpu/classpath\", \"io.vgpu.k8s.cli.Vgpu\"]", "Dockerfile");
+    assertThat(options).containsExactly("-XX:+UseSerialGC", "-XX:AOTCache=/opt/vgpu/scheduler.aot");
+    assertThat(ImageJavaOptions.namesAotCache(options)).isTrue();
+    assertThat(ImageJavaOptions.withoutAotCache(options)).containsExactly("-XX:+UseSerialGC");
+    assertThat(ImageJavaOptions.namesAotCache(List.of("-XX:+UseSerialGC", "-XX:AOTCacheOutput=x.aot"))).as("writing a cache is not starting with one").isFalse();
+  }
+
+  @Test
   void theRepositorysImageIsRead() {
-    assertThat(ImageJavaOptions.read(LabHome.locate().root().resolve("images/vgpu/Dockerfile"))).contains("-XX:+UseSerialGC");
+    List<String> options = ImageJavaOptions.read(LabHome.locate().root().resolve("images/vgpu/Dockerfile"));
+    assertThat(options).contains("-XX:+UseSerialGC");
+    assertThat(ImageJavaOptions.namesAotCache(options)).as("the image starts the scheduler with its AOT cache").isTrue();
   }
 
   @Test
