@@ -41,39 +41,33 @@ public final class WarmUpTraining {
     if (rounds <= 0) {
       throw new IllegalArgumentException("--warm-up-only: --warm-up-rounds is 0, so there is nothing to run");
     }
-    DeviceConfig effective = SchedulerServer.effective(options, config);
-    boolean signs = options.grantKeySecret().isPresent();
-    WarmUp.Outcome outcome;
-    if (options.certFile().isPresent()) {
-      X509KeyManager keys = new ReloadingKeyManager(options.certFile().get(), options.keyFile().orElseThrow(), Duration.ofSeconds(10), Clock.systemUTC());
-      outcome = new WarmUp(effective, SchedulerServer.json(), null, signs).runOverLoopback(rounds, SchedulerServer.WARM_UP_BUDGET, keys);
-    } else {
-      Path dir = Files.createTempDirectory("vgpu-warm-up");
-      try {
-        X509KeyManager keys = throwawayKeys(dir);
-        outcome = new WarmUp(effective, SchedulerServer.json(), null, signs).runOverLoopback(rounds, SchedulerServer.WARM_UP_BUDGET, keys);
-      } finally {
-        deleteTree(dir);
-      }
-    }
+    X509KeyManager keys = options.certFile().isPresent()
+        ? new ReloadingKeyManager(options.certFile().get(), options.keyFile().orElseThrow(), Duration.ofSeconds(10), Clock.systemUTC())
+        : throwawayKeys();
+    WarmUp.Outcome outcome = new WarmUp(SchedulerServer.effective(options, config), SchedulerServer.json(), null, options.grantKeySecret().isPresent())
+        .runOverLoopback(rounds, SchedulerServer.WARM_UP_BUDGET, keys);
     return "warm-up only: " + outcome.rounds() + " rounds" + (outcome.overLoopback() ? " over the loopback with TLS" : " in-process") + ", " + outcome.placed()
         + " placed, " + outcome.writes() + " writes answered, in " + outcome.took().toMillis() + " ms";
   }
 
-  /** A certificate for 127.0.0.1, made as {@code vgpu certificates} makes the scheduler's, in {@code dir}. */
-  private static X509KeyManager throwawayKeys(Path dir) throws IOException {
-    Instant now = Instant.now();
-    CertificateIssuer.Issued ca = CertificateIssuer.authority("vgpu warm-up", now, Duration.ofHours(1));
-    CertificateIssuer.Issued server = CertificateIssuer.server(ca, List.of("localhost"), List.of("127.0.0.1"), now, Duration.ofHours(1));
-    Path cert = Files.writeString(dir.resolve("tls.crt"), server.certificatePem() + ca.certificatePem());
-    Path key = Files.writeString(dir.resolve("tls.key"), server.keyPem());
-    return new ReloadingKeyManager(cert, key, Duration.ofHours(1), Clock.systemUTC());
-  }
-
-  private static void deleteTree(Path dir) throws IOException {
-    try (Stream<Path> paths = Files.walk(dir)) {
-      for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
+  /**
+   * A certificate for 127.0.0.1, made as {@code vgpu certificates} makes the scheduler's. The key manager
+   * loads its files when made, so they are gone before the warm-up starts.
+   */
+  private static X509KeyManager throwawayKeys() throws IOException {
+    Path dir = Files.createTempDirectory("vgpu-warm-up");
+    try {
+      Instant now = Instant.now();
+      CertificateIssuer.Issued ca = CertificateIssuer.authority("vgpu warm-up", now, Duration.ofHours(1));
+      CertificateIssuer.Issued server = CertificateIssuer.server(ca, List.of("localhost"), List.of("127.0.0.1"), now, Duration.ofHours(1));
+      Path cert = Files.writeString(dir.resolve("tls.crt"), server.certificatePem() + ca.certificatePem());
+      Path key = Files.writeString(dir.resolve("tls.key"), server.keyPem());
+      return new ReloadingKeyManager(cert, key, Duration.ofHours(1), Clock.systemUTC());
+    } finally {
+      try (Stream<Path> paths = Files.walk(dir)) {
+        for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
+          Files.deleteIfExists(p);
+        }
       }
     }
   }
