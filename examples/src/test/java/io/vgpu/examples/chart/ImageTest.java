@@ -1,8 +1,8 @@
 package io.vgpu.examples.chart;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.vgpu.examples.SchedulerJars;
 import io.vgpu.k8s.cli.Vgpu;
 import io.vgpu.nvidia.Interposer;
 import java.nio.file.Files;
@@ -31,8 +31,6 @@ import org.w3c.dom.Document;
 class ImageTest {
   private static final Path DOCKERFILE = Path.of("../images/vgpu/Dockerfile");
   private static final Path TRAIN_AOT = Path.of("../images/vgpu/train-aot.sh");
-  /** Where this machine keeps its second JDK (the project's machines have Temurin 25 there). */
-  private static final Path JDK_25 = Path.of("/usr/lib/jvm/temurin-25-jdk-amd64");
 
   @TempDir Path temp;
   private static final Pattern ENTRYPOINT = Pattern.compile("(?m)^ENTRYPOINT (\\[.*])$");
@@ -90,19 +88,10 @@ class ImageTest {
    */
   @Test
   void theTrainingScriptWritesACacheTheEntrypointsJvmMaps() throws Exception {
-    assumeTrue(Files.isDirectory(JDK_25), "no JDK 25 at " + JDK_25);
-    Path k8s = Path.of("../vgpu-k8s/target").toAbsolutePath().normalize();
-    assumeTrue(Files.isRegularFile(k8s.resolve("classpath.txt")), "vgpu-k8s is not packaged");
+    List<Path> jars = SchedulerJars.onJdk25();
     Path prefix = temp.resolve("opt/vgpu");
     Path lib = Files.createDirectories(prefix.resolve("lib"));
-    Files.createSymbolicLink(prefix.resolve("jre"), JDK_25);
-    List<Path> jars = new ArrayList<>();
-    try (var files = Files.list(k8s)) {
-      files.filter(f -> f.getFileName().toString().matches("vgpu-k8s-[^/]*\\.jar") && !f.getFileName().toString().endsWith("-sources.jar")).forEach(jars::add);
-    }
-    for (String jar : Files.readString(k8s.resolve("classpath.txt")).trim().split(java.io.File.pathSeparator)) {
-      jars.add(Path.of(jar));
-    }
+    Files.createSymbolicLink(prefix.resolve("jre"), SchedulerJars.JDK_25);
     for (Path jar : jars) {
       Files.copy(jar, lib.resolve(jar.getFileName()));
     }

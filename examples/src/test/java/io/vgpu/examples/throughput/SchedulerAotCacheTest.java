@@ -2,27 +2,22 @@ package io.vgpu.examples.throughput;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.vgpu.examples.SchedulerJars;
 import io.vgpu.examples.lab.components.JavaCommand;
 import java.io.File;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** The scheduler's AOT cache: trained by its warm-up alone, and one that a JDK 25 scheduler then starts with. */
 class SchedulerAotCacheTest {
-  /** Where this machine keeps its second JDK (the project's machines have Temurin 25 there). */
-  private static final Path JAVA_25 = Path.of("/usr/lib/jvm/temurin-25-jdk-amd64/bin/java");
-
   @TempDir Path temp;
 
   @Test
@@ -66,22 +61,8 @@ class SchedulerAotCacheTest {
     assertThat(failed).hasMessage("the scheduler's AOT training exited with 2: vgpu: --warm-up-only: --warm-up-rounds is 0, so there is nothing to run");
   }
 
-  /**
-   * The scheduler's jars on JDK 25: vgpu-k8s's jar and its class path, as its build leaves them (an AOT
-   * cache is made for jars only, and this module's own classes are still directories while it tests).
-   */
   private static JavaCommand schedulerOnJava25() throws Exception {
-    assumeTrue(Files.isExecutable(JAVA_25), "no JDK 25 at " + JAVA_25);
-    Path k8s = Path.of("..", "vgpu-k8s", "target").toAbsolutePath().normalize();
-    Path classPathFile = k8s.resolve("classpath.txt");
-    List<Path> jars;
-    try (Stream<Path> files = Files.list(k8s)) {
-      jars = files.filter(f -> f.getFileName().toString().matches("vgpu-k8s-.*\\.jar") && !f.getFileName().toString().endsWith("-sources.jar")).toList();
-    }
-    assumeTrue(Files.isRegularFile(classPathFile) && jars.size() == 1, "vgpu-k8s is not packaged in " + k8s);
-    List<String> entries = new ArrayList<>();
-    entries.add(jars.get(0).toString());
-    entries.add(Files.readString(classPathFile, StandardCharsets.UTF_8).trim());
-    return JavaCommand.on(JAVA_25.toString(), String.join(File.pathSeparator, entries), Optional.empty());
+    List<Path> jars = SchedulerJars.onJdk25();
+    return JavaCommand.on(SchedulerJars.JDK_25.resolve("bin/java").toString(), String.join(File.pathSeparator, jars.stream().map(Path::toString).toList()), Optional.empty());
   }
 }
