@@ -126,6 +126,9 @@ public final class ClusterLedger implements AutoCloseable {
     }
   }
 
+  /** Where the ledger's objects come from, as its log says. */
+  private String source = "the cluster";
+
   /** Objects per page of an informer's list (client-go's reflector uses the same). */
   private static final long LIST_PAGE = 500;
 
@@ -221,8 +224,14 @@ public final class ClusterLedger implements AutoCloseable {
     adoptReservations();
     synced = true;
     Duration took = Duration.ofNanos(System.nanoTime() - start);
-    LOG.info("ledger rebuilt from the cluster in {} ms: {} nodes, {} grants", took.toMillis(), engine.nodeNames().size(), engine.grants().size());
+    LOG.info("ledger rebuilt from {} in {} ms: {} nodes, {} grants", source, took.toMillis(), engine.nodeNames().size(), engine.grants().size());
     return took;
+  }
+
+  /** Names where this ledger's objects come from in its log, where that is not the cluster. */
+  ClusterLedger source(String name) {
+    this.source = name;
+    return this;
   }
 
   /** Whether the caches are filled and the ledger reflects the cluster. */

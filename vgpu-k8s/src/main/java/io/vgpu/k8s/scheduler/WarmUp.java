@@ -1,5 +1,6 @@
 package io.vgpu.k8s.scheduler;
 
+import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.WatchEvent;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.http.HttpClient;
@@ -73,8 +74,10 @@ import tools.jackson.databind.json.JsonMapper;
  * scheduler's writes use: a read that any client may make and that changes nothing. Over the loopback,
  * the writes of every second round and of every refused one (the decision patch, the FilteringSucceed
  * Event, the node lock and the Binding, or the FilteringFailed Event) are sent as the scheduler sends
- * them, to a private listener that only answers ({@link LoopbackApi}). After the rounds it waits, within
- * its budget, for the JIT to compile what they queued.
+ * them, to a private listener that only answers ({@link LoopbackApi}), and the watch events go out on
+ * that listener's WebSocket watches to a private {@link ClusterLedger} on the warm-up's engine instead of
+ * being decoded in-process, so that fabric8's watches, the informers and the ledger's handlers are
+ * warmed as well. After the rounds it waits, within its budget, for the JIT to compile what they queued.
  */
 final class WarmUp {
   private static final Logger LOG = LoggerFactory.getLogger(WarmUp.class);
@@ -108,6 +111,12 @@ final class WarmUp {
    * some with their compute used up; with this the scan was no longer compiled again in a first burst.
    */
   private static final int HELD_AT_MOST = 128;
+  /** How long the private ledger's informers may take to list and open their watches on the loopback. */
+  private static final Duration WATCH_SYNC_TIMEOUT = Duration.ofSeconds(10);
+  /** The private ledger's window for a node's device report, as the scheduler's. */
+  private static final Duration NODE_REPORT_WINDOW = Duration.ofSeconds(60);
+  /** The private ledger's reservation timeout: longer than any warm-up, so none is reaped during one. */
+  private static final Duration RESERVATION_TIMEOUT = Duration.ofMinutes(5);
   private static final List<WarmUpObjects.Stage> LATER_STAGES = List.of(WarmUpObjects.Stage.BOUND, WarmUpObjects.Stage.RUNNING);
   private static final List<WarmUpObjects.Stage> LATER_STAGES_TO_DELETION = List.of(WarmUpObjects.Stage.BOUND, WarmUpObjects.Stage.RUNNING, WarmUpObjects.Stage.DELETING);
 
@@ -122,15 +131,18 @@ final class WarmUp {
    * @param overLoopback whether the rounds' filter and bind calls went over the loopback listener
    * @param writes writes answered by the loopback's API listener (none in-process, or where it could not
    *     be started)
+   * @param podEvents pod watch events that a private ledger's informer received over the loopback API's
+   *     watch and handled (none in-process, or where its informers could not sync)
    * @param signed placed rounds whose decision carried a grant signature (each placed one when the
    *     warm-up signs, else none)
    * @param compilerSettled how long it waited after the rounds for the JIT to compile what they
    *     queued (part of {@code took})
    * @param took how long it ran
    */
-  record Outcome(int rounds, int placed, int apiReads, boolean overLoopback, int writes, int signed, Duration compilerSettled, Duration took) {}
+  record Outcome(int rounds, int placed, int apiReads, boolean overLoopback, int writes, int podEvents, int signed, Duration compilerSettled, Duration took) {}
 
   private final JsonMapper json;
+  private final DeviceConfig config;
   /** Signs the decisions when the scheduler signs its own; with a key of the warm-up's. */
   private final @Nullable GrantSignature signer;
   /** Decisions written with a signature; the filter runs on the loopback listener's threads. */
@@ -159,7 +171,21 @@ final class WarmUp {
   /** The made-up resource version each lock patch is conditional on. */
   private final AtomicInteger lockVersion = new AtomicInteger();
   /** Pods placed and bound whose reservations the engine still holds, oldest first. */
-  private final ArrayDeque<PodRef> held = new ArrayDeque<>();
+  private final ArrayDeque<Held> held = new ArrayDeque<>();
+  /** The loopback API whose watches the rounds' watch events go to, while a private ledger follows them. */
+  private volatile @Nullable LoopbackApi watched;
+  /** The private ledger that follows {@link #watched}, on this warm-up's engine. */
+  private volatile @Nullable ClusterLedger following;
+  /** Pod watch events sent on the loopback API's watches. */
+  private final AtomicInteger podEventsSent = new AtomicInteger();
+  /** Pod watch events the private ledger's pod informer has handled. */
+  private final AtomicInteger podEventsHandled = new AtomicInteger();
+
+  /**
+   * A pod the engine holds, and its deletion as the watch sends it when the pod is given back (null
+   * where its round deleted it already, or nothing follows the watches).
+   */
+  private record Held(PodRef pod, @Nullable String deletion) {}
 
   /** A pod the warm-up's filter placed: its reference, node and the decision the scheduler would write. */
   private record Reserved(PodRef pod, String node, Map<String, String> decision) {}
@@ -183,6 +209,7 @@ final class WarmUp {
   WarmUp(DeviceConfig config, JsonMapper json, @Nullable KubernetesClient client, boolean signsGrants) {
     this.signer = signsGrants ? new GrantSignature(GrantKey.random()) : null;
     this.json = json;
+    this.config = config;
     this.schema = config.schema();
     this.client = client;
     this.engine = Engine.builder().config(config.engineConfig()).build();
@@ -220,8 +247,12 @@ final class WarmUp {
    * As {@link #run(int, Duration)}, with each round's filter and bind calls sent over the loopback
    * address to a private listener built as the extender's ({@code keys}: its certificate, if it serves
    * HTTPS), so that Jetty, TLS and the routes are warmed as well, and with each round's writes sent to
-   * a private {@link LoopbackApi}. Where the extender's listener cannot be started, the rounds run in
-   * this thread; where the API's cannot, they run without writes.
+   * a private {@link LoopbackApi} (over TLS with the same certificate). The rounds' watch events go out
+   * on that API's watches, to a private {@link ClusterLedger} on an engine of its own, so that fabric8's
+   * watches, the informers' lean stores and the ledger's handlers are warmed as the scheduler runs them.
+   * Where the extender's listener cannot be started, the rounds run in this thread; where the API's
+   * cannot, they run without writes; where the private ledger cannot sync, the watch events are decoded
+   * in this thread.
    */
   Outcome runOverLoopback(int rounds, Duration budget, @Nullable X509KeyManager keys) {
     HttpService.Builder routes = HttpService.builder(LoopbackExtender.address()).name("warm-up").threads(2)
@@ -235,20 +266,95 @@ final class WarmUp {
       return run(rounds, budget);
     }
     LoopbackApi api = null;
+    ClusterLedger ledger = null;
     try {
-      api = LoopbackApi.start();
+      api = LoopbackApi.start(keys, Map.of(LoopbackApi.NODES, nodeObjects()));
       writes = new ApiWrites(api.client());
-      events = new EventRecorder(api.client(), "vgpu-scheduler", Clock.systemUTC());
+      EventRecorder recorder = new EventRecorder(api.client(), "vgpu-scheduler", Clock.systemUTC());
+      events = recorder;
+      ledger = follow(api, recorder);
     } catch (IOException e) {
       LOG.info("warm-up: no loopback API listener ({}); the rounds run without writes", HttpService.oneLine(e.getMessage()));
     }
     try (wire) {
       return run(rounds, budget, wire::post, true, api);
     } finally {
+      watched = null;
+      following = null;
+      if (ledger != null) {
+        ledger.close();
+      }
       stopWriting();
       if (api != null) {
         api.close();
       }
+    }
+  }
+
+  /**
+   * Starts a private ledger that lists and watches {@code api} as the scheduler's ledger lists and
+   * watches the cluster; null, with the reason logged, where its informers do not sync in time.
+   */
+  private @Nullable ClusterLedger follow(LoopbackApi api, EventRecorder recorder) {
+    Clock clock = Clock.systemUTC();
+    // On this warm-up's engine, as the scheduler's ledger is on the scheduler's: the ledger registers the
+    // listed nodes (the same as the engine's), and finds the reservations the filter makes as its own.
+    ClusterLedger ledger = new ClusterLedger(api.client(), engine, node -> true, new NodeHealth(schema.countResource(), clock, NODE_REPORT_WINDOW), recorder, clock,
+        RESERVATION_TIMEOUT).source("the warm-up's loopback API");
+    try {
+      ledger.start(WATCH_SYNC_TIMEOUT);
+      ledger.addPodEventHandler(new ReconcileOnEvent<Pod>(pod -> podEventsHandled.incrementAndGet()));
+      long deadline = System.nanoTime() + WATCH_SYNC_TIMEOUT.toNanos();
+      while (api.watching(LoopbackApi.PODS) == 0 || api.watching(LoopbackApi.NODES) == 0) {
+        if (System.nanoTime() - deadline > 0) {
+          throw new IllegalStateException("the informers' watches did not open within " + WATCH_SYNC_TIMEOUT);
+        }
+        Thread.sleep(5);
+      }
+    } catch (RuntimeException e) {
+      ledger.close();
+      LOG.info("warm-up: no private ledger on the loopback API ({}); the watch events are decoded in-process", HttpService.oneLine(e.getMessage()));
+      return null;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      ledger.close();
+      return null;
+    }
+    watched = api;
+    following = ledger;
+    return ledger;
+  }
+
+  /** The made-up nodes as the API server lists them: each node event's object. */
+  private List<String> nodeObjects() {
+    List<String> objects = new ArrayList<>();
+    for (String event : nodeEvents) {
+      objects.add(json.readTree(event).get("object").toString());
+    }
+    return objects;
+  }
+
+  /**
+   * A pod's watch event: sent on the loopback API's pod watches while a private ledger follows them,
+   * else decoded here as the informers decode it.
+   */
+  private void podEvent(String event) {
+    LoopbackApi api = watched;
+    if (api != null) {
+      podEventsSent.incrementAndGet();
+      api.emit(LoopbackApi.PODS, event);
+    } else {
+      watchEvents.unmarshal(event, WatchEvent.class);
+    }
+  }
+
+  /** As {@link #podEvent}, for a node's watch event. */
+  private void nodeEvent(String event) {
+    LoopbackApi api = watched;
+    if (api != null) {
+      api.emit(LoopbackApi.NODES, event);
+    } else {
+      watchEvents.unmarshal(event, WatchEvent.class);
     }
   }
 
@@ -272,11 +378,15 @@ final class WarmUp {
       LOG.info("warm-up: ended after {} rounds: {}", done, HttpService.oneLine(e.getMessage()));
     } finally {
       giveBack(0);
+      awaitLedgerCaughtUp();
     }
     Duration settled = awaitCompilerQuiet(Math.min(COMPILER_WAIT.toNanos(), Math.max(0, deadline - System.nanoTime())));
-    Outcome outcome = new Outcome(done, placed, reads, overLoopback, api == null ? 0 : api.writes(), signed.getAndSet(0), settled, Duration.ofNanos(System.nanoTime() - start));
-    LOG.info("warmed up the request path{}: {} rounds ({} placed, {} signed), {} API reads, {} writes, then {} ms for the JIT to settle, in {} ms",
-        overLoopback ? " over the loopback" : "", outcome.rounds(), outcome.placed(), outcome.signed(), outcome.apiReads(), outcome.writes(), settled.toMillis(), outcome.took().toMillis());
+    podEventsSent.set(0);
+    Outcome outcome = new Outcome(done, placed, reads, overLoopback, api == null ? 0 : api.writes(), podEventsHandled.getAndSet(0), signed.getAndSet(0), settled,
+        Duration.ofNanos(System.nanoTime() - start));
+    LOG.info("warmed up the request path{}: {} rounds ({} placed, {} signed), {} API reads, {} writes, {} pod watch events, then {} ms for the JIT to settle, in {} ms",
+        overLoopback ? " over the loopback" : "", outcome.rounds(), outcome.placed(), outcome.signed(), outcome.apiReads(), outcome.writes(), outcome.podEvents(),
+        settled.toMillis(), outcome.took().toMillis());
     return outcome;
   }
 
@@ -304,27 +414,30 @@ final class WarmUp {
     String namespace = refused ? WarmUpObjects.REFUSED_NAMESPACE : WarmUpObjects.NAMESPACE;
     roundWrites = i % ROUNDS_PER_WRITING_ROUND == 0 || refused;
     Map<String, String> values = WarmUpObjects.values(i, namespace, uid, 1 + i % 2, refused ? 2 * CARD_MEMORY_MIB : 1024L * (1 + i % 16), 5 * (i % 11));
-    watchEvents.unmarshal(pod.event("ADDED", WarmUpObjects.Stage.PENDING, values), WatchEvent.class);
+    podEvent(pod.event("ADDED", WarmUpObjects.Stage.PENDING, values));
     // The answers are not read: the scheduler never reads one, and the reservation says what happened.
     calls.post("/filter", pod.filterRequest(values));
     Reserved reserved = this.reserved.remove(uid);
     if (reserved != null) {
       objects.placed(values, reserved.node(), reserved.decision());
-      watchEvents.unmarshal(pod.event("MODIFIED", WarmUpObjects.Stage.DECIDED, values), WatchEvent.class);
+      podEvent(pod.event("MODIFIED", WarmUpObjects.Stage.DECIDED, values));
       awaitDecision();
       calls.post("/bind", bindRequest(values.get("NAME"), namespace, uid, reserved.node()));
       for (WarmUpObjects.Stage stage : i % 4 == 0 ? LATER_STAGES_TO_DELETION : LATER_STAGES) {
-        watchEvents.unmarshal(pod.event("MODIFIED", stage, values), WatchEvent.class);
+        podEvent(pod.event("MODIFIED", stage, values));
       }
-      if (i % 4 == 0) {
-        watchEvents.unmarshal(pod.event("DELETED", WarmUpObjects.Stage.DELETING, values), WatchEvent.class);
+      boolean deleted = i % 4 == 0;
+      if (deleted) {
+        podEvent(pod.event("DELETED", WarmUpObjects.Stage.DELETING, values));
       }
-      held.addLast(reserved.pod());
+      // A pod the watch still shows is deleted there when the engine gives it back, so that the private
+      // ledger holds what this engine holds rather than every pod of the warm-up.
+      held.addLast(new Held(reserved.pod(), deleted || watched == null ? null : pod.event("DELETED", WarmUpObjects.Stage.DELETING, values)));
       if (held.size() > HELD_AT_MOST) {
         giveBack(HELD_AT_MOST / 2);
       }
     }
-    watchEvents.unmarshal(nodeEvents.get(i % nodeEvents.size()), WatchEvent.class);
+    nodeEvent(nodeEvents.get(i % nodeEvents.size()));
     return reserved != null;
   }
 
@@ -357,6 +470,25 @@ final class WarmUp {
       compiled = now;
     }
     return Duration.ofNanos(System.nanoTime() - start);
+  }
+
+  /**
+   * Waits, up to {@link #WATCH_SYNC_TIMEOUT}, for the private ledger to handle every pod event sent: the
+   * last pods' deletions release on the engine what their earlier events may have restored there.
+   */
+  private void awaitLedgerCaughtUp() {
+    if (following == null) {
+      return;
+    }
+    long deadline = System.nanoTime() + WATCH_SYNC_TIMEOUT.toNanos();
+    while (podEventsHandled.get() < podEventsSent.get() && System.nanoTime() - deadline < 0) {
+      try {
+        Thread.sleep(5);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+    }
   }
 
   /** Waits for the round's decision patch, as the extender's bind does before it binds. */
@@ -418,7 +550,11 @@ final class WarmUp {
   /** Gives back the oldest held pods' reservations until {@code keep} are held. */
   private void giveBack(int keep) {
     while (held.size() > keep) {
-      engine.release(held.removeFirst());
+      Held pod = held.removeFirst();
+      engine.release(pod.pod());
+      if (pod.deletion() != null && watched != null) {
+        podEvent(pod.deletion());
+      }
     }
   }
 
@@ -430,6 +566,11 @@ final class WarmUp {
     }
     PodRequest request = requests.parse(args.pod());
     CompiledRequest compiled = engine.compile(request);
+    String uid = args.pod().getMetadata().getUid();
+    ClusterLedger ledger = following;
+    if (ledger != null) {
+      ledger.filtering(request.pod(), uid);
+    }
     CandidateNodes candidates = engine.candidates(args.nodeNames() == null ? List.of() : args.nodeNames(), lastCandidates);
     lastCandidates = candidates;
     FilterResult result = Extender.filterForAnswer(engine, compiled, candidates, LISTED);
@@ -437,7 +578,6 @@ final class WarmUp {
     if (result.placement().isPresent() && engine.reserve(result.placement().get()).reserved()) {
       Placement placement = result.placement().get();
       PodGrant grant = placement.grant();
-      String uid = args.pod().getMetadata().getUid();
       String assigned = Long.toString(1_700_000_000L + reserved.size());
       String patch = Extender.decisionPatch(grant, assigned, signer, uid);
       write(w -> decisionWritten = w.patchPodAsync(LoopbackApi.NAMESPACE, LoopbackApi.POD, patch));

@@ -22,7 +22,8 @@ import javax.net.ssl.X509KeyManager;
  * -XX:AOTCache=FILE}, holds the classes these rounds loaded and linked and the profiles of the methods
  * they ran, so that the scheduler's first pods are not spent compiling.
  *
- * <p>The rounds are the ones the scheduler runs before it listens, under the same flags: the device
+ * <p>The rounds are the ones the scheduler runs before it listens, with the same private ledger following
+ * their pods through the loopback API's watches, under the same flags: the device
  * configuration and policies, {@code --warm-up-rounds}, signed grants where {@code --grant-key-secret}
  * is given (with the warm-up's own key: the Secret is not read). TLS uses {@code --cert_file}'s
  * certificate or, without one, a throwaway certificate, since the chart's scheduler always serves TLS.
@@ -47,7 +48,7 @@ public final class WarmUpTraining {
     WarmUp.Outcome outcome = new WarmUp(SchedulerServer.effective(options, config), SchedulerServer.json(), null, options.grantKeySecret().isPresent())
         .runOverLoopback(rounds, SchedulerServer.WARM_UP_BUDGET, keys);
     return "warm-up only: " + outcome.rounds() + " rounds" + (outcome.overLoopback() ? " over the loopback with TLS" : " in-process") + ", " + outcome.placed()
-        + " placed, " + outcome.writes() + " writes answered, in " + outcome.took().toMillis() + " ms";
+        + " placed, " + outcome.writes() + " writes answered, " + outcome.podEvents() + " pod watch events followed, in " + outcome.took().toMillis() + " ms";
   }
 
   /**

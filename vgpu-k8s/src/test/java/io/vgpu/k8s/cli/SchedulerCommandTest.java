@@ -68,7 +68,7 @@ class SchedulerCommandTest {
 
     assertThat(run.err()).isEmpty();
     assertThat(run.code()).isZero();
-    assertThat(run.out()).matches("warm-up only: 200 rounds over the loopback with TLS, 1[0-9]{2} placed, [1-9][0-9]* writes answered, in [0-9]+ ms\n");
+    assertThat(run.out()).matches("warm-up only: 200 rounds over the loopback with TLS, 1[0-9]{2} placed, [1-9][0-9]* writes answered, [1-9][0-9]* pod watch events followed, in [0-9]+ ms\n");
   }
 
   @Test

@@ -71,6 +71,27 @@ class WarmUpTest {
   }
 
   @Test
+  void overTheLoopbackAPrivateLedgerFollowsTheRoundsPodsThroughItsWatchesAndHoldsNoneAfterwards(@TempDir Path dir) throws Exception {
+    Path cert = dir.resolve("tls.crt");
+    Path key = dir.resolve("tls.key");
+    TestCertificates.write(cert, key, "vgpu-scheduler", TestCertificates.KeyFormat.PKCS1_RSA);
+    ReloadingKeyManager keys = new ReloadingKeyManager(cert, key, Duration.ofSeconds(10), Clock.systemUTC());
+    WarmUp warmUp = new WarmUp(DeviceConfig.DEFAULT, JSON, null);
+
+    WarmUp.Outcome outcome = warmUp.runOverLoopback(100, Duration.ofMinutes(1), keys);
+
+    // Each placed pod is seen added, decided, bound, running and deleted; one in four (the 25 rounds
+    // divisible by four, none refused) is also seen marked for deletion first; each refused one is seen
+    // added only. Every event was received over the WebSocket watch of the API listener (TLS) and
+    // handled by the ledger's informer.
+    assertThat(outcome.podEvents()).isEqualTo(25 * 6 + 65 * 5 + 10);
+    // The ledger found the filter's reservations its own, so it reported no grant it ignored: the
+    // writes are the rounds' only (at most four per written round, as above).
+    assertThat(outcome.writes()).isBetween(3 * 50, 4 * 50 + 10);
+    assertThat(warmUp.podsHeld()).isZero();
+  }
+
+  @Test
   void overTheLoopbackNothingIsWrittenToTheSchedulersApiServer() throws Exception {
     List<String> seen = new CopyOnWriteArrayList<>();
     HttpServer server = apiServer(seen);
