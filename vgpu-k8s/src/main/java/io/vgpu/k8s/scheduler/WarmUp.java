@@ -142,7 +142,6 @@ final class WarmUp {
   record Outcome(int rounds, int placed, int apiReads, boolean overLoopback, int writes, int podEvents, int signed, Duration compilerSettled, Duration took) {}
 
   private final JsonMapper json;
-  private final DeviceConfig config;
   /** Signs the decisions when the scheduler signs its own; with a key of the warm-up's. */
   private final @Nullable GrantSignature signer;
   /** Decisions written with a signature; the filter runs on the loopback listener's threads. */
@@ -209,7 +208,6 @@ final class WarmUp {
   WarmUp(DeviceConfig config, JsonMapper json, @Nullable KubernetesClient client, boolean signsGrants) {
     this.signer = signsGrants ? new GrantSignature(GrantKey.random()) : null;
     this.json = json;
-    this.config = config;
     this.schema = config.schema();
     this.client = client;
     this.engine = Engine.builder().config(config.engineConfig()).build();
@@ -248,7 +246,7 @@ final class WarmUp {
    * address to a private listener built as the extender's ({@code keys}: its certificate, if it serves
    * HTTPS), so that Jetty, TLS and the routes are warmed as well, and with each round's writes sent to
    * a private {@link LoopbackApi} (over TLS with the same certificate). The rounds' watch events go out
-   * on that API's watches, to a private {@link ClusterLedger} on an engine of its own, so that fabric8's
+   * on that API's watches, to a private {@link ClusterLedger} on this warm-up's engine, so that fabric8's
    * watches, the informers' lean stores and the ledger's handlers are warmed as the scheduler runs them.
    * Where the extender's listener cannot be started, the rounds run in this thread; where the API's
    * cannot, they run without writes; where the private ledger cannot sync, the watch events are decoded
