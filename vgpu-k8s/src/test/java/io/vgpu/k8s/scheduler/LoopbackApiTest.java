@@ -14,8 +14,6 @@ import io.vgpu.k8s.server.ReloadingKeyManager;
 import io.vgpu.k8s.server.TestCertificates;
 import java.net.URI;
 import java.nio.file.Path;
-import java.time.Clock;
-import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
@@ -66,10 +64,7 @@ class LoopbackApiTest {
 
   @Test
   void listsItsNodesAndSendsWatchEventsOverAWebSocketWatchWithTls(@TempDir Path dir) throws Exception {
-    Path cert = dir.resolve("tls.crt");
-    Path key = dir.resolve("tls.key");
-    TestCertificates.write(cert, key, "vgpu-scheduler", TestCertificates.KeyFormat.PKCS1_RSA);
-    ReloadingKeyManager keys = new ReloadingKeyManager(cert, key, Duration.ofSeconds(10), Clock.systemUTC());
+    ReloadingKeyManager keys = TestCertificates.keyManager(dir, "vgpu-scheduler", TestCertificates.KeyFormat.PKCS1_RSA);
     String node = "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\",\"resourceVersion\":\"5\"}}";
     try (LoopbackApi api = LoopbackApi.start(keys, Map.of(LoopbackApi.NODES, List.of(node)))) {
       assertThat(URI.create(api.client().getConfiguration().getMasterUrl()).getScheme()).isEqualTo("https");

@@ -9,8 +9,6 @@ import io.vgpu.k8s.server.TestCertificates;
 import java.net.InetAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.time.Clock;
-import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.net.ssl.SSLHandshakeException;
 import javax.net.ssl.SSLSocket;
@@ -73,9 +71,6 @@ class LoopbackExtenderTest {
   }
 
   private ReloadingKeyManager keys(String name) throws Exception {
-    Path cert = dir.resolve(name + ".crt");
-    Path key = dir.resolve(name + ".key");
-    TestCertificates.write(cert, key, name, TestCertificates.KeyFormat.SEC1_EC);
-    return new ReloadingKeyManager(cert, key, Duration.ofSeconds(10), Clock.systemUTC());
+    return TestCertificates.keyManager(dir, name, TestCertificates.KeyFormat.SEC1_EC);
   }
 }

@@ -19,7 +19,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import io.vgpu.k8s.server.ReloadingKeyManager;
 import io.vgpu.k8s.server.TestCertificates;
 import java.nio.file.Path;
-import java.time.Clock;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import tools.jackson.databind.DeserializationFeature;
@@ -53,10 +52,7 @@ class WarmUpTest {
 
   @Test
   void overTheLoopbackEveryRoundGoesThroughTheListenerWithTheSchedulersCertificate(@TempDir Path dir) throws Exception {
-    Path cert = dir.resolve("tls.crt");
-    Path key = dir.resolve("tls.key");
-    TestCertificates.write(cert, key, "vgpu-scheduler", TestCertificates.KeyFormat.PKCS1_RSA);
-    ReloadingKeyManager keys = new ReloadingKeyManager(cert, key, Duration.ofSeconds(10), Clock.systemUTC());
+    ReloadingKeyManager keys = TestCertificates.keyManager(dir, "vgpu-scheduler", TestCertificates.KeyFormat.PKCS1_RSA);
 
     WarmUp.Outcome outcome = new WarmUp(DeviceConfig.DEFAULT, JSON, null).runOverLoopback(300, Duration.ofMinutes(1), keys);
 
@@ -72,10 +68,7 @@ class WarmUpTest {
 
   @Test
   void overTheLoopbackAPrivateLedgerFollowsTheRoundsPodsThroughItsWatchesAndHoldsNoneAfterwards(@TempDir Path dir) throws Exception {
-    Path cert = dir.resolve("tls.crt");
-    Path key = dir.resolve("tls.key");
-    TestCertificates.write(cert, key, "vgpu-scheduler", TestCertificates.KeyFormat.PKCS1_RSA);
-    ReloadingKeyManager keys = new ReloadingKeyManager(cert, key, Duration.ofSeconds(10), Clock.systemUTC());
+    ReloadingKeyManager keys = TestCertificates.keyManager(dir, "vgpu-scheduler", TestCertificates.KeyFormat.PKCS1_RSA);
     WarmUp warmUp = new WarmUp(DeviceConfig.DEFAULT, JSON, null);
 
     WarmUp.Outcome outcome = warmUp.runOverLoopback(100, Duration.ofMinutes(1), keys);

@@ -9,6 +9,7 @@ import java.security.KeyPairGenerator;
 import java.security.KeyStore;
 import java.security.cert.X509Certificate;
 import java.security.spec.ECGenParameterSpec;
+import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Date;
@@ -128,6 +129,17 @@ public final class TestCertificates {
   }
 
   private static final AtomicLong SERIAL = new AtomicLong(System.currentTimeMillis());
+
+  /**
+   * A key manager of a self-signed certificate for 127.0.0.1 made out to {@code commonName}, written
+   * with its key in {@code format} into {@code dir} as {@code commonName.crt} and {@code commonName.key}.
+   */
+  public static ReloadingKeyManager keyManager(Path dir, String commonName, KeyFormat format) throws Exception {
+    Path cert = dir.resolve(commonName + ".crt");
+    Path key = dir.resolve(commonName + ".key");
+    write(cert, key, commonName, format);
+    return new ReloadingKeyManager(cert, key, Duration.ofSeconds(10), Clock.systemUTC());
+  }
 
   /** Writes a self-signed certificate for 127.0.0.1 made out to {@code commonName}, and its key in {@code format}. */
   public static X509Certificate write(Path cert, Path key, String commonName, KeyFormat format) throws Exception {
