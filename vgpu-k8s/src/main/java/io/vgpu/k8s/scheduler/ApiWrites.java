@@ -6,6 +6,8 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.http.HttpRequest;
 import io.fabric8.kubernetes.client.http.HttpResponse;
+import java.io.IOException;
+import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -16,11 +18,13 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * The scheduler's and the device plugin's writes whose answers they never read: a pod's or node's merge
- * patch and a create, sent through the client's own HTTP client (its TLS, credentials and interceptors)
- * with the returned object left undecoded. fabric8's typed calls decode every answer into a full model
- * object, which was about a tenth of the scheduler's CPU per pod at 5,000 nodes, for objects nobody
- * looked at. A refusal throws {@link KubernetesClientException} with the API server's code and message,
- * as fabric8 does.
+ * patch and a create, with the returned object left undecoded. They are sent over {@link
+ * ApiConnections}' kept-alive connections on the calling thread (asynchronous ones on its writer
+ * threads), with the client's credentials, TLS and interceptors; a client with a proxy sends them through
+ * its own HTTP client instead. fabric8's typed calls decode every answer into a full model object, and its
+ * HTTP layers and OkHttp's thread hand-offs cost more than the write: together most of the scheduler's
+ * CPU per pod at 5,000 nodes, for objects nobody looked at. A refusal throws {@link
+ * KubernetesClientException} with the API server's code and message, as fabric8 does.
  */
 public final class ApiWrites {
   private static final String MERGE_PATCH = "application/merge-patch+json";
@@ -28,12 +32,14 @@ public final class ApiWrites {
 
   private final KubernetesClient client;
   private final String base;
+  private final @Nullable ApiConnections connections;
 
-  /** Writes through {@code client}'s HTTP client, to its API server. */
+  /** Writes to {@code client}'s API server, with its credentials. */
   public ApiWrites(KubernetesClient client) {
     this.client = client;
     String master = client.getMasterUrl().toString();
     this.base = master.endsWith("/") ? master.substring(0, master.length() - 1) : master;
+    this.connections = ApiConnections.of(client).orElse(null);
   }
 
   /**
@@ -42,12 +48,12 @@ public final class ApiWrites {
    * @throws KubernetesClientException when the API server refuses it (with its code) or cannot be reached
    */
   public void patchPod(String namespace, String name, String patch) {
-    send(client.getHttpClient().newHttpRequestBuilder().uri(base + "/api/v1/namespaces/" + namespace + "/pods/" + name).patch(MERGE_PATCH, patch));
+    write("PATCH", "/api/v1/namespaces/" + namespace + "/pods/" + name, MERGE_PATCH, patch);
   }
 
   /** JSON merge patch of a node; a stale {@code resourceVersion} in the patch is refused with 409. */
   void patchNode(String name, String patch) {
-    send(client.getHttpClient().newHttpRequestBuilder().uri(base + "/api/v1/nodes/" + name).patch(MERGE_PATCH, patch));
+    write("PATCH", "/api/v1/nodes/" + name, MERGE_PATCH, patch);
   }
 
   /**
@@ -66,7 +72,7 @@ public final class ApiWrites {
    * @param plural the collection's name
    */
   void create(String namespace, String plural, String json) {
-    send(client.getHttpClient().newHttpRequestBuilder().uri(base + "/api/v1/namespaces/" + namespace + "/" + plural).post(JSON, json));
+    write("POST", "/api/v1/namespaces/" + namespace + "/" + plural, JSON, json);
   }
 
   /**
@@ -74,7 +80,7 @@ public final class ApiWrites {
    * the {@link KubernetesClientException} that it would throw.
    */
   CompletableFuture<Void> createAsync(String namespace, String plural, String json) {
-    return sendAsync(client.getHttpClient().newHttpRequestBuilder().uri(base + "/api/v1/namespaces/" + namespace + "/" + plural).post(JSON, json));
+    return writeAsync("POST", "/api/v1/namespaces/" + namespace + "/" + plural, JSON, json);
   }
 
   /**
@@ -82,7 +88,32 @@ public final class ApiWrites {
    * KubernetesClientException} that {@link #patchPod} would throw.
    */
   CompletableFuture<Void> patchPodAsync(String namespace, String name, String patch) {
-    return sendAsync(client.getHttpClient().newHttpRequestBuilder().uri(base + "/api/v1/namespaces/" + namespace + "/pods/" + name).patch(MERGE_PATCH, patch));
+    return writeAsync("PATCH", "/api/v1/namespaces/" + namespace + "/pods/" + name, MERGE_PATCH, patch);
+  }
+
+  private void write(String method, String path, String contentType, String body) {
+    if (connections == null) {
+      send(client.getHttpClient().newHttpRequestBuilder().uri(base + path).method(method, contentType, body));
+      return;
+    }
+    ApiConnections.Answer answer;
+    try {
+      answer = connections.send(method, path, contentType, body.getBytes(StandardCharsets.UTF_8));
+    } catch (SocketTimeoutException e) {
+      throw new KubernetesClientException("the API server did not answer within " + client.getConfiguration().getRequestTimeout() + " ms", e);
+    } catch (IOException e) {
+      throw new KubernetesClientException("writing to the API server failed: " + e.getMessage(), e);
+    }
+    if (answer.code() < 200 || answer.code() >= 300) {
+      throw refusal(answer.code(), answer.body());
+    }
+  }
+
+  private CompletableFuture<Void> writeAsync(String method, String path, String contentType, String body) {
+    if (connections == null) {
+      return sendAsync(client.getHttpClient().newHttpRequestBuilder().uri(base + path).method(method, contentType, body));
+    }
+    return CompletableFuture.runAsync(() -> write(method, path, contentType, body), connections.writers());
   }
 
   private void send(HttpRequest.Builder request) {
@@ -114,11 +145,15 @@ public final class ApiWrites {
           if (response.code() >= 200 && response.code() < 300) {
             return null;
           }
-          byte[] body = response.body();
-          Status status = statusOf(body == null ? null : new String(body, StandardCharsets.UTF_8));
-          String message = status != null && status.getMessage() != null ? status.getMessage() : "HTTP " + response.code();
-          throw new KubernetesClientException(message, response.code(), status);
+          throw refusal(response.code(), response.body());
         });
+  }
+
+  /** The API server's refusal with its code and, when its body is a Status, its message. */
+  private KubernetesClientException refusal(int code, byte @Nullable [] body) {
+    Status status = statusOf(body == null ? null : new String(body, StandardCharsets.UTF_8));
+    String message = status != null && status.getMessage() != null ? status.getMessage() : "HTTP " + code;
+    return new KubernetesClientException(message, code, status);
   }
 
   private @Nullable Status statusOf(@Nullable String body) {
