@@ -460,11 +460,16 @@ public final class HttpService implements AutoCloseable {
         return true;
       }
       CompletableFuture<byte[]> body = Content.Source.asByteArrayAsync(request, maxBodyBytes);
+      // A body that came whole with the head (kube-scheduler's, nearly always) needs no timer: one set
+      // and cancelled per request is a timer-queue insertion and removal, and a wake-up of the timer's
+      // thread when its queue was empty, for nothing.
       Scheduler.Task deadline =
-          request.getComponents().getScheduler().schedule(() -> body.completeExceptionally(new TimeoutException()), requestTimeout.toMillis(), TimeUnit.MILLISECONDS);
+          body.isDone() ? null : request.getComponents().getScheduler().schedule(() -> body.completeExceptionally(new TimeoutException()), requestTimeout.toMillis(), TimeUnit.MILLISECONDS);
       Executor workers = request.getComponents().getExecutor();
       body.whenComplete((bytes, error) -> {
-        deadline.cancel();
+        if (deadline != null) {
+          deadline.cancel();
+        }
         if (error != null) {
           send(response, done, bodyFailure(error), true);
           return;
