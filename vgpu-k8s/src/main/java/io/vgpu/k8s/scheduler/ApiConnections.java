@@ -100,10 +100,12 @@ final class ApiConnections {
     String url = master.toString();
     this.base = url.endsWith("/") ? url.substring(0, url.length() - 1) : url;
     this.basePath = master.getRawPath() == null ? "" : master.getRawPath().replaceAll("/+$", "");
-    this.host = master.getHost();
+    // An IPv6 literal is bracketed in the URL and the Host header, not in the socket's address.
+    String named = master.getHost();
+    this.host = named.startsWith("[") && named.endsWith("]") ? named.substring(1, named.length() - 1) : named;
     boolean https = "https".equals(master.getScheme());
     this.port = master.getPort() > 0 ? master.getPort() : https ? 443 : 80;
-    this.hostHeader = master.getPort() > 0 ? host + ":" + master.getPort() : host;
+    this.hostHeader = master.getPort() > 0 ? named + ":" + master.getPort() : named;
     this.tls = tls;
     AtomicInteger threads = new AtomicInteger();
     ThreadPoolExecutor pool = new ThreadPoolExecutor(4, 4, 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
@@ -294,13 +296,6 @@ final class ApiConnections {
   /** A timeout of the configuration in milliseconds; 0 (none) when unset or not positive. */
   private static int millis(@Nullable Integer configured) {
     return configured == null || configured < 0 ? 0 : configured;
-  }
-
-  /** Closes the idle connections; writes still under way finish on theirs, which are then closed. */
-  void closeIdle() {
-    for (Connection c = idle.poll(); c != null; c = idle.poll()) {
-      c.close();
-    }
   }
 
   /** A reused connection that the server had closed: nothing of an answer came, so the write can be sent again. */

@@ -32,6 +32,7 @@ import javax.net.ssl.SSLServerSocket;
 import javax.net.ssl.SSLSocket;
 import javax.net.ssl.TrustManagerFactory;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -39,7 +40,7 @@ import org.junit.jupiter.api.io.TempDir;
  * The scheduler's writes over kept-alive connections, against a scripted HTTP/1.1 server on a real
  * socket: what goes on the wire, connections reused, a connection the server dropped while idle, a
  * chunked answer, a refusal's Status, a 401 that the client's token provider answers, a server that
- * does not answer, TLS with the configured authority and client certificate, and a proxy that keeps the writes on fabric8's client.
+ * does not answer, TLS with the configured authority and client certificate, an IPv6 literal, and a proxy that keeps the writes on fabric8's client.
  */
 class ApiConnectionsTest {
   private ScriptedServer server;
@@ -164,6 +165,23 @@ class ApiConnectionsTest {
 
     assertThat(failure).hasCauseInstanceOf(KubernetesClientException.class);
     assertThat(((KubernetesClientException) failure.getCause()).getCode()).isEqualTo(404);
+  }
+
+  @Test
+  void anIpv6LiteralIsBracketedInTheUrlAndTheHostHeaderOnly() throws IOException {
+    ServerSocket v6;
+    try {
+      v6 = new ServerSocket(0, 50, InetAddress.getByName("::1"));
+    } catch (IOException e) {
+      Assumptions.abort("no IPv6 loopback on this machine: " + e.getMessage());
+      return;
+    }
+    server = new ScriptedServer(v6, request -> new Reply("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", false));
+    ApiWrites writes = new ApiWrites(client(new ConfigBuilder(Config.empty()).withMasterUrl("http://[::1]:" + server.port()).withRequestTimeout(2_000).build()));
+
+    writes.patchNode("n", "{}");
+
+    assertThat(server.requests()).singleElement().asString().startsWith("PATCH /api/v1/nodes/n HTTP/1.1\r\nHost: [::1]:" + server.port() + "\r\n");
   }
 
   @Test
