@@ -48,7 +48,7 @@ public final class ApiWrites {
    * @throws KubernetesClientException when the API server refuses it (with its code) or cannot be reached
    */
   public void patchPod(String namespace, String name, String patch) {
-    write("PATCH", "/api/v1/namespaces/" + namespace + "/pods/" + name, MERGE_PATCH, patch);
+    write("PATCH", podPath(namespace, name), MERGE_PATCH, patch);
   }
 
   /** JSON merge patch of a node; a stale {@code resourceVersion} in the patch is refused with 409. */
@@ -72,7 +72,7 @@ public final class ApiWrites {
    * @param plural the collection's name
    */
   void create(String namespace, String plural, String json) {
-    write("POST", "/api/v1/namespaces/" + namespace + "/" + plural, JSON, json);
+    write("POST", collectionPath(namespace, plural), JSON, json);
   }
 
   /**
@@ -80,7 +80,7 @@ public final class ApiWrites {
    * the {@link KubernetesClientException} that it would throw.
    */
   CompletableFuture<Void> createAsync(String namespace, String plural, String json) {
-    return writeAsync("POST", "/api/v1/namespaces/" + namespace + "/" + plural, JSON, json);
+    return writeAsync("POST", collectionPath(namespace, plural), JSON, json);
   }
 
   /**
@@ -88,7 +88,15 @@ public final class ApiWrites {
    * KubernetesClientException} that {@link #patchPod} would throw.
    */
   CompletableFuture<Void> patchPodAsync(String namespace, String name, String patch) {
-    return writeAsync("PATCH", "/api/v1/namespaces/" + namespace + "/pods/" + name, MERGE_PATCH, patch);
+    return writeAsync("PATCH", podPath(namespace, name), MERGE_PATCH, patch);
+  }
+
+  private static String podPath(String namespace, String name) {
+    return collectionPath(namespace, "pods") + "/" + name;
+  }
+
+  private static String collectionPath(String namespace, String plural) {
+    return "/api/v1/namespaces/" + namespace + "/" + plural;
   }
 
   private void write(String method, String path, String contentType, String body) {
