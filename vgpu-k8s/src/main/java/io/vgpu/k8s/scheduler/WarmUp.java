@@ -175,6 +175,8 @@ final class WarmUp {
   private volatile @Nullable LoopbackApi watched;
   /** The private ledger that follows {@link #watched}, on this warm-up's engine. */
   private volatile @Nullable ClusterLedger following;
+  /** Whether the private ledger once fell {@link #WATCH_SYNC_TIMEOUT} behind the events sent to it. */
+  private volatile boolean ledgerStalled;
   /** Pod watch events sent on the loopback API's watches. */
   private final AtomicInteger podEventsSent = new AtomicInteger();
   /** Pod watch events the private ledger's pod informer has handled. */
@@ -319,6 +321,7 @@ final class WarmUp {
       return null;
     }
     watched = api;
+    ledgerStalled = false;
     following = ledger;
     return ledger;
   }
@@ -475,11 +478,18 @@ final class WarmUp {
    * last pods' deletions release on the engine what their earlier events may have restored there.
    */
   private void awaitLedgerCaughtUp() {
-    if (following == null) {
+    if (following == null || ledgerStalled) {
       return;
     }
     long deadline = System.nanoTime() + WATCH_SYNC_TIMEOUT.toNanos();
-    while (podEventsHandled.get() < podEventsSent.get() && System.nanoTime() - deadline < 0) {
+    while (podEventsHandled.get() < podEventsSent.get()) {
+      if (System.nanoTime() - deadline >= 0) {
+        // A watch that stopped delivering would make every later give-back wait as long.
+        ledgerStalled = true;
+        LOG.info("warm-up: the private ledger handled {} of {} pod events within {}; the rounds no longer wait for it", podEventsHandled.get(), podEventsSent.get(),
+            WATCH_SYNC_TIMEOUT);
+        return;
+      }
       try {
         Thread.sleep(5);
       } catch (InterruptedException e) {
@@ -545,8 +555,13 @@ final class WarmUp {
     return engine.grants().size();
   }
 
-  /** Gives back the oldest held pods' reservations until {@code keep} are held. */
+  /**
+   * Gives back the oldest held pods' reservations until {@code keep} are held. The private ledger is let
+   * catch up first: a pod given back before the ledger saw its decision would be seen decided with no
+   * reservation behind it, and its grant reported ignored.
+   */
   private void giveBack(int keep) {
+    awaitLedgerCaughtUp();
     while (held.size() > keep) {
       Held pod = held.removeFirst();
       engine.release(pod.pod());
