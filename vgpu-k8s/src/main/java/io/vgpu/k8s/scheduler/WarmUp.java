@@ -72,8 +72,8 @@ import tools.jackson.databind.json.JsonMapper;
  * engine, the readers and the ledger-shaped decoder are this object's own. With a client, one round in
  * ten also reads {@code /version} from the API server through the client's HTTP client, the one the
  * scheduler's writes use: a read that any client may make and that changes nothing. Over the loopback,
- * the writes of every second round and of every refused one (the decision patch, the FilteringSucceed
- * Event, the node lock and the Binding, or the FilteringFailed Event) are sent as the scheduler sends
+ * every round's writes (the decision patch, the FilteringSucceed Event, the node lock and the Binding,
+ * or a refused round's FilteringFailed Event) are sent as the scheduler sends
  * them, to a private listener that only answers ({@link LoopbackApi}), and the watch events go out on
  * that listener's WebSocket watches to a private {@link ClusterLedger} on the warm-up's engine instead of
  * being decoded in-process, so that fabric8's watches, the informers and the ledger's handlers are
@@ -97,12 +97,6 @@ final class WarmUp {
   /** The longest wait after the rounds for the JIT to compile what they queued (within the budget). */
   private static final Duration COMPILER_WAIT = Duration.ofSeconds(5);
   private static final long COMPILER_POLL_MILLIS = 200;
-  /**
-   * One round in this many sends its writes (and every refused round): a write is a round trip through
-   * two thread pools, and writing in every round made the warm-up twice as long (16 s for 3,000 rounds
-   * on two cores).
-   */
-  private static final int ROUNDS_PER_WRITING_ROUND = 2;
   /**
    * How many placed pods the engine holds at most before the older half is given back. An engine whose
    * cards are always empty compiles a scan that has only seen equal scores and free cores; a cluster's
@@ -162,8 +156,6 @@ final class WarmUp {
   private volatile @Nullable CandidateNodes lastCandidates;
   /** The writes of the rounds, while a {@link LoopbackApi} answers them. */
   private volatile @Nullable ApiWrites writes;
-  /** Whether the current round sends its writes. */
-  private volatile boolean roundWrites;
   private volatile @Nullable EventRecorder events;
   /** The decision patch of the round's placed pod, which its bind waits for as the extender's does. */
   private volatile @Nullable CompletableFuture<Void> decisionWritten;
@@ -413,7 +405,6 @@ final class WarmUp {
     boolean refused = i % ROUNDS_PER_REFUSAL == ROUNDS_PER_REFUSAL - 1;
     WarmUpObjects.PodTexts pod = podTexts.get(i % podTexts.size());
     String namespace = refused ? WarmUpObjects.REFUSED_NAMESPACE : WarmUpObjects.NAMESPACE;
-    roundWrites = i % ROUNDS_PER_WRITING_ROUND == 0 || refused;
     Map<String, String> values = WarmUpObjects.values(i, namespace, uid, 1 + i % 2, refused ? 2 * CARD_MEMORY_MIB : 1024L * (1 + i % 16), 5 * (i % 11));
     podEvent(pod.event("ADDED", WarmUpObjects.Stage.PENDING, values));
     // The answers are not read: the scheduler never reads one, and the reservation says what happened.
@@ -518,7 +509,7 @@ final class WarmUp {
    */
   private void write(Consumer<ApiWrites> write) {
     ApiWrites w = writes;
-    if (w == null || !roundWrites) {
+    if (w == null) {
       return;
     }
     try {
@@ -528,10 +519,10 @@ final class WarmUp {
     }
   }
 
-  /** Records {@code event} through the loopback API's recorder, if there is one and the round writes. */
+  /** Records {@code event} through the loopback API's recorder, if there is one. */
   private void record(Consumer<EventRecorder> event) {
     EventRecorder r = events;
-    if (r != null && roundWrites) {
+    if (r != null) {
       event.accept(r);
     }
   }

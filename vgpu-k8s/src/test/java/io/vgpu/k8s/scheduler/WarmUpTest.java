@@ -59,11 +59,10 @@ class WarmUpTest {
     assertThat(outcome.overLoopback()).isTrue();
     assertThat(outcome.rounds()).isEqualTo(300);
     assertThat(outcome.placed()).isEqualTo(270);
-    // Every second round writes (the 150 even ones, all placed) and every refused one: each written
-    // pod's decision patch, node lock and Binding reached the private API listener, and its
-    // FilteringSucceed Event or the refused pods' FilteringFailed ones too, unless the recorder's queue
-    // still held them when the warm-up ended.
-    assertThat(outcome.writes()).isBetween(3 * 150, 4 * 150 + 30);
+    // Every round writes: each placed pod's decision patch, node lock and Binding reached the private
+    // API listener, and its FilteringSucceed Event or the refused pods' FilteringFailed ones too, unless
+    // the recorder's queue still held them when the warm-up ended.
+    assertThat(outcome.writes()).isBetween(3 * 270, 4 * 270 + 30);
   }
 
   @Test
@@ -79,8 +78,8 @@ class WarmUpTest {
     // handled by the ledger's informer.
     assertThat(outcome.podEvents()).isEqualTo(25 * 6 + 65 * 5 + 10);
     // The ledger found the filter's reservations its own, so it reported no grant it ignored: the
-    // writes are the rounds' only (at most four per written round, as above).
-    assertThat(outcome.writes()).isBetween(3 * 50, 4 * 50 + 10);
+    // writes are the rounds' only (at most four per placed round and one per refused one, as above).
+    assertThat(outcome.writes()).isBetween(3 * 90, 4 * 90 + 10);
     assertThat(warmUp.podsHeld()).isZero();
   }
 
@@ -91,7 +90,7 @@ class WarmUpTest {
     try (KubernetesClient client = client("http://127.0.0.1:" + server.getAddress().getPort())) {
       WarmUp.Outcome outcome = new WarmUp(DeviceConfig.DEFAULT, JSON, client).runOverLoopback(100, Duration.ofMinutes(1), null);
 
-      assertThat(outcome.writes()).isGreaterThanOrEqualTo(3 * 50);
+      assertThat(outcome.writes()).isGreaterThanOrEqualTo(3 * 90);
       // The writes went to the warm-up's own listener; the scheduler's API server was only read.
       assertThat(seen).hasSize(10).containsOnly("GET /version");
     } finally {
