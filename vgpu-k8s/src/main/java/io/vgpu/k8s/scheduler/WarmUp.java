@@ -31,9 +31,7 @@ import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderArgs;
 import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderBindingArgs;
 import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderBindingResult;
 import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderFilterResult;
-import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.lang.management.CompilationMXBean;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
@@ -79,10 +77,7 @@ import tools.jackson.databind.json.JsonMapper;
  * them, to a private listener that only answers ({@link LoopbackApi}), and the watch events go out on
  * that listener's WebSocket watches to a private {@link ClusterLedger} on the warm-up's engine instead of
  * being decoded in-process, so that fabric8's watches, the informers and the ledger's handlers are
- * warmed as well. One round in {@value #ROUNDS_PER_SCRAPE} renders the metrics exposition of the private
- * engine, as a Prometheus scrape of the scheduler would (its ledger gauges sort and format thousands of
- * rows per scrape at a few thousand cards, and were otherwise compiled while the first pods waited).
- * After the rounds it waits, within its budget, for the JIT to compile what they queued.
+ * warmed as well. After the rounds it waits, within its budget, for the JIT to compile what they queued.
  */
 final class WarmUp {
   private static final Logger LOG = LoggerFactory.getLogger(WarmUp.class);
@@ -97,8 +92,6 @@ final class WarmUp {
   private static final int CARDS_PER_NODE = 8;
   private static final long CARD_MEMORY_MIB = 81_920;
   private static final int ROUNDS_PER_API_READ = 10;
-  /** One round in this many renders the metrics exposition: about 1,500 rows each at 128 cards. */
-  static final int ROUNDS_PER_SCRAPE = 50;
   private static final Duration API_READ_TIMEOUT = Duration.ofSeconds(5);
   private static final int ROUNDS_PER_REFUSAL = 10;
   /** The longest wait after the rounds for the JIT to compile what they queued (within the budget). */
@@ -136,13 +129,11 @@ final class WarmUp {
    *     watch and handled (none in-process, or where its informers could not sync)
    * @param signed placed rounds whose decision carried a grant signature (each placed one when the
    *     warm-up signs, else none)
-   * @param scrapes renderings of the private engine's metrics exposition (one per {@value
-   *     #ROUNDS_PER_SCRAPE} rounds)
    * @param compilerSettled how long it waited after the rounds for the JIT to compile what they
    *     queued (part of {@code took})
    * @param took how long it ran
    */
-  record Outcome(int rounds, int placed, int apiReads, boolean overLoopback, int writes, int podEvents, int signed, int scrapes, Duration compilerSettled, Duration took) {}
+  record Outcome(int rounds, int placed, int apiReads, boolean overLoopback, int writes, int podEvents, int signed, Duration compilerSettled, Duration took) {}
 
   private final JsonMapper json;
   /** Signs the decisions when the scheduler signs its own; with a key of the warm-up's. */
@@ -151,11 +142,6 @@ final class WarmUp {
   private final AtomicInteger signed = new AtomicInteger();
   private final ResourceSchema schema;
   private final Engine engine;
-  /**
-   * The scheduler's metrics on this warm-up's engine, in a registry of their own; with HAMi's pre-2.5
-   * names too ({@code --legacy-metrics}), so that either exposition is warmed.
-   */
-  private final SchedulerMetrics metrics;
   private final PodRequestParser requests;
   private final ExtenderArgsReader filterArgs;
   private final KubernetesSerialization watchEvents;
@@ -219,7 +205,6 @@ final class WarmUp {
     this.schema = config.schema();
     this.client = client;
     this.engine = Engine.builder().config(config.engineConfig()).build();
-    this.metrics = new SchedulerMetrics(new PrometheusRegistry(), engine, true, "warm-up");
     this.requests = new PodRequestParser(schema);
     this.filterArgs = new ExtenderArgsReader(json);
     this.objects = new WarmUpObjects(json, schema);
@@ -372,14 +357,10 @@ final class WarmUp {
     int done = 0;
     int placed = 0;
     int reads = 0;
-    int scrapes = 0;
     boolean reading = client != null;
     try {
       for (; done < rounds && System.nanoTime() - deadline < 0; done++) {
         placed += round(done, calls) ? 1 : 0;
-        if (done % ROUNDS_PER_SCRAPE == ROUNDS_PER_SCRAPE - 1) {
-          scrapes += scrape() ? 1 : 0;
-        }
         if (reading && done % ROUNDS_PER_API_READ == 0) {
           reading = readVersion();
           reads += reading ? 1 : 0;
@@ -394,11 +375,11 @@ final class WarmUp {
     }
     Duration settled = awaitCompilerQuiet(Math.min(COMPILER_WAIT.toNanos(), Math.max(0, deadline - System.nanoTime())));
     podEventsSent.set(0);
-    Outcome outcome = new Outcome(done, placed, reads, overLoopback, api == null ? 0 : api.writes(), podEventsHandled.getAndSet(0), signed.getAndSet(0), scrapes, settled,
+    Outcome outcome = new Outcome(done, placed, reads, overLoopback, api == null ? 0 : api.writes(), podEventsHandled.getAndSet(0), signed.getAndSet(0), settled,
         Duration.ofNanos(System.nanoTime() - start));
-    LOG.info("warmed up the request path{}: {} rounds ({} placed, {} signed), {} API reads, {} writes, {} pod watch events, {} metrics scrapes, then {} ms for the JIT to settle, in {} ms",
+    LOG.info("warmed up the request path{}: {} rounds ({} placed, {} signed), {} API reads, {} writes, {} pod watch events, then {} ms for the JIT to settle, in {} ms",
         overLoopback ? " over the loopback" : "", outcome.rounds(), outcome.placed(), outcome.signed(), outcome.apiReads(), outcome.writes(), outcome.podEvents(),
-        outcome.scrapes(), settled.toMillis(), outcome.took().toMillis());
+        settled.toMillis(), outcome.took().toMillis());
     return outcome;
   }
 
@@ -583,7 +564,6 @@ final class WarmUp {
 
   /** The filter as the extender's route runs it, on this warm-up's engine: a placed pod stays reserved for its round. */
   private byte[] filter(byte[] body) {
-    long start = System.nanoTime();
     ExtenderArgs args = filterArgs.read(body);
     if (args.pod() == null) {
       throw new IllegalStateException("the warm-up's filter request lost its pod");
@@ -613,38 +593,23 @@ final class WarmUp {
       }
       reserved.put(uid, new Reserved(request.pod(), placement.node(), decision));
       answer = new ExtenderFilterResult(null, List.of(placement.node()), null, null, "");
-      metrics.filtered(System.nanoTime() - start, true);
     } else {
       Map<String, String> failed = Extender.failedNodes(result.rejections());
       record(r -> r.warning(args.pod(), "FilteringFailed", "no node fits: " + failed.size() + " refused"));
       answer = new ExtenderFilterResult(null, null, failed, null, "");
-      metrics.filtered(System.nanoTime() - start, false);
     }
     return json.writeValueAsBytes(answer);
   }
 
   /** The bind as the extender's route reads it and writes its Binding (here, to nowhere). */
   private byte[] bind(byte[] body) {
-    long start = System.nanoTime();
     ExtenderBindingArgs bind = json.readValue(body, ExtenderBindingArgs.class);
     PodRef ref = new PodRef(String.valueOf(bind.podNamespace()), String.valueOf(bind.podName()));
     String lock = NodeLock.lockPatch(Integer.toString(lockVersion.incrementAndGet()), NodeLockCodec.encode(Instant.now(), ref.namespace(), ref.name()));
     write(w -> w.patchNode(LoopbackApi.NODE, lock));
     String binding = Extender.bindingJson(ref, bind.podUid(), String.valueOf(bind.node()), Map.of(HamiAnnotations.BIND_PHASE, "allocating"));
     write(w -> w.create(LoopbackApi.NAMESPACE, "bindings", binding));
-    metrics.bound(System.nanoTime() - start, true);
     return json.writeValueAsBytes(ExtenderBindingResult.OK);
-  }
-
-  /** Renders the private engine's metrics exposition into nothing, as a scrape would; false if it failed. */
-  private boolean scrape() {
-    try {
-      metrics.writeExposition(OutputStream.nullOutputStream());
-      return true;
-    } catch (IOException | RuntimeException e) {
-      LOG.debug("warm-up: rendering the metrics failed: {}", e.toString());
-      return false;
-    }
   }
 
   /** A read of the API server's {@code /version}; false when it could not be made. */
