@@ -72,8 +72,9 @@ import tools.jackson.databind.json.JsonMapper;
  * engine, the readers and the ledger-shaped decoder are this object's own. With a client, one round in
  * ten also reads {@code /version} from the API server through the client's HTTP client, the one the
  * scheduler's writes use: a read that any client may make and that changes nothing. Over the loopback,
- * every round's writes (the decision patch, the FilteringSucceed Event, the node lock and the Binding,
- * or a refused round's FilteringFailed Event) are sent as the scheduler sends
+ * the writes of every round (every second one on a JVM with an AOT cache, {@link
+ * WarmUpRounds#roundsPerWritingRound}) and of every refused one (the decision patch, the FilteringSucceed
+ * Event, the node lock and the Binding, or the FilteringFailed Event) are sent as the scheduler sends
  * them, to a private listener that only answers ({@link LoopbackApi}), and the watch events go out on
  * that listener's WebSocket watches to a private {@link ClusterLedger} on the warm-up's engine instead of
  * being decoded in-process, so that fabric8's watches, the informers and the ledger's handlers are
@@ -154,8 +155,12 @@ final class WarmUp {
   /** The pods the filter reserved, by UID, until their round gives them back. */
   private final Map<String, Reserved> reserved = new ConcurrentHashMap<>();
   private volatile @Nullable CandidateNodes lastCandidates;
+  /** One round in this many sends its writes (and every refused round). */
+  private final int roundsPerWritingRound = WarmUpRounds.roundsPerWritingRound();
   /** The writes of the rounds, while a {@link LoopbackApi} answers them. */
   private volatile @Nullable ApiWrites writes;
+  /** Whether the current round sends its writes. */
+  private volatile boolean roundWrites;
   private volatile @Nullable EventRecorder events;
   /** The decision patch of the round's placed pod, which its bind waits for as the extender's does. */
   private volatile @Nullable CompletableFuture<Void> decisionWritten;
@@ -405,6 +410,7 @@ final class WarmUp {
     boolean refused = i % ROUNDS_PER_REFUSAL == ROUNDS_PER_REFUSAL - 1;
     WarmUpObjects.PodTexts pod = podTexts.get(i % podTexts.size());
     String namespace = refused ? WarmUpObjects.REFUSED_NAMESPACE : WarmUpObjects.NAMESPACE;
+    roundWrites = i % roundsPerWritingRound == 0 || refused;
     Map<String, String> values = WarmUpObjects.values(i, namespace, uid, 1 + i % 2, refused ? 2 * CARD_MEMORY_MIB : 1024L * (1 + i % 16), 5 * (i % 11));
     podEvent(pod.event("ADDED", WarmUpObjects.Stage.PENDING, values));
     // The answers are not read: the scheduler never reads one, and the reservation says what happened.
@@ -509,7 +515,7 @@ final class WarmUp {
    */
   private void write(Consumer<ApiWrites> write) {
     ApiWrites w = writes;
-    if (w == null) {
+    if (w == null || !roundWrites) {
       return;
     }
     try {
@@ -519,10 +525,10 @@ final class WarmUp {
     }
   }
 
-  /** Records {@code event} through the loopback API's recorder, if there is one. */
+  /** Records {@code event} through the loopback API's recorder, if there is one and the round writes. */
   private void record(Consumer<EventRecorder> event) {
     EventRecorder r = events;
-    if (r != null) {
+    if (r != null && roundWrites) {
       event.accept(r);
     }
   }

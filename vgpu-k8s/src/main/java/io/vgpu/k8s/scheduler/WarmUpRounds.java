@@ -3,6 +3,7 @@ package io.vgpu.k8s.scheduler;
 import com.sun.management.HotSpotDiagnosticMXBean;
 import java.lang.management.ManagementFactory;
 import java.util.Optional;
+import java.util.stream.Stream;
 
 /**
  * How many of the requested warm-up rounds this JVM can use. The rounds are for C2, which compiles a
@@ -51,6 +52,27 @@ final class WarmUpRounds {
       return true;
     }
     return tieredStopAtLevel.map(WarmUpRounds::level).orElse(4) >= 4;
+  }
+
+  /**
+   * One round in how many sends its writes on this JVM: every round, or every second one where it
+   * trains or uses an ahead-of-time cache ({@code -XX:AOTCache}, {@code -XX:AOTCacheOutput} or {@code
+   * -XX:AOTConfiguration}, JDK 25). Without a cache, C2 compiled the per-pod write path before the
+   * listeners opened only when every round wrote, and a steady pod after 2,200 cost a third less
+   * (vgpu-bench/README.md, run AC). The image's cache replays the training's profiles, and with every
+   * round writing, its steady pods left twice the JIT work after 8,200 pods, so it keeps the old rate.
+   */
+  static int roundsPerWritingRound() {
+    return roundsPerWritingRound(vmOption("AOTCache"), vmOption("AOTCacheOutput"), vmOption("AOTConfiguration"));
+  }
+
+  /**
+   * As {@link #roundsPerWritingRound()}, from HotSpot's AOT flags (each empty where this JVM has no such
+   * flag, as before JDK 24, or it is unset).
+   */
+  static int roundsPerWritingRound(Optional<String> aotCache, Optional<String> aotCacheOutput, Optional<String> aotConfiguration) {
+    boolean cached = Stream.of(aotCache, aotCacheOutput, aotConfiguration).anyMatch(flag -> flag.filter(value -> !value.isBlank()).isPresent());
+    return cached ? 2 : 1;
   }
 
   private static int level(String value) {

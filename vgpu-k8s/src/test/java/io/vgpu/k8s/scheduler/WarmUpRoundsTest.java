@@ -70,4 +70,24 @@ class WarmUpRoundsTest {
       System.out.println(WarmUpRounds.forThisJvm(3000));
     }
   }
+
+  @Test
+  void withoutAnAotCacheEveryRoundWrites() {
+    // JDK 17 has none of the flags; JDK 25 has them, unset.
+    assertThat(WarmUpRounds.roundsPerWritingRound(Optional.empty(), Optional.empty(), Optional.empty())).isEqualTo(1);
+    assertThat(WarmUpRounds.roundsPerWritingRound(Optional.of(""), Optional.of(""), Optional.of(""))).isEqualTo(1);
+  }
+
+  @Test
+  void trainingOrUsingAnAotCacheWritesEverySecondRound() {
+    assertThat(WarmUpRounds.roundsPerWritingRound(Optional.of("/opt/vgpu/scheduler.aot"), Optional.of(""), Optional.of(""))).isEqualTo(2);
+    assertThat(WarmUpRounds.roundsPerWritingRound(Optional.of(""), Optional.of("/tmp/scheduler.aot"), Optional.of(""))).isEqualTo(2);
+    assertThat(WarmUpRounds.roundsPerWritingRound(Optional.of(""), Optional.of(""), Optional.of("/tmp/warm.aotconf"))).isEqualTo(2);
+  }
+
+  @Test
+  void thisJvmWithoutAotFlagsWritesEveryRound() {
+    // The tests run without a cache, as the bench's default scheduler does.
+    assertThat(WarmUpRounds.roundsPerWritingRound()).isEqualTo(1);
+  }
 }
