@@ -11,7 +11,7 @@ import java.util.stream.Stream;
  * warm-up lasts. Where the JIT stops at C1 ({@code -XX:TieredStopAtLevel} 1 to 3, as the lab runs its
  * components) or there is none, a method is compiled after a couple of hundred calls or never, and
  * every round past {@value #WITHOUT_C2} only delays the listeners: 3,000 rounds took 11 s of a lab
- * scheduler's start, 600 take about 5.
+ * scheduler's start, 600 take about 5. It also says how often a round sends its writes on this JVM.
  */
 final class WarmUpRounds {
   /**
@@ -59,8 +59,9 @@ final class WarmUpRounds {
    * trains or uses an ahead-of-time cache ({@code -XX:AOTCache}, {@code -XX:AOTCacheOutput} or {@code
    * -XX:AOTConfiguration}, JDK 25). Without a cache, C2 compiled the per-pod write path before the
    * listeners opened only when every round wrote, and a steady pod after 2,200 cost a third less
-   * (vgpu-bench/README.md, run AC). The image's cache replays the training's profiles, and with every
-   * round writing, its steady pods left twice the JIT work after 8,200 pods, so it keeps the old rate.
+   * (vgpu-bench/README.md, run AC). Under the image's cache, which replays its training's profiles, the
+   * warm-up with those writes left twice the JIT work in the steady pods after 8,200, so there the old
+   * rate stays.
    */
   static int roundsPerWritingRound() {
     return roundsPerWritingRound(vmOption("AOTCache"), vmOption("AOTCacheOutput"), vmOption("AOTConfiguration"));
