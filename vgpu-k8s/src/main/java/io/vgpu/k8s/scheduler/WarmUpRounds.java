@@ -59,9 +59,9 @@ final class WarmUpRounds {
    * trains or uses an ahead-of-time cache ({@code -XX:AOTCache}, {@code -XX:AOTCacheOutput} or {@code
    * -XX:AOTConfiguration}, JDK 25). Without a cache, C2 compiled the per-pod write path before the
    * listeners opened only when every round wrote, and a steady pod after 2,200 cost a third less
-   * (vgpu-bench/README.md, run AC). Under the image's cache, which replays its training's profiles, the
-   * warm-up with those writes left twice the JIT work in the steady pods after 8,200, so there the old
-   * rate stays.
+   * (vgpu-bench/README.md, run AC). Under the image's cache, which replays its training's profiles, no
+   * gain was shown (the writes with another warm-up change doubled the steady JIT in three pairs, the
+   * writes alone were even in two), so there the old rate stays until more runs decide.
    */
   static int roundsPerWritingRound() {
     return roundsPerWritingRound(vmOption("AOTCache"), vmOption("AOTCacheOutput"), vmOption("AOTConfiguration"));
