@@ -59,9 +59,9 @@ class WarmUpTest {
     assertThat(outcome.overLoopback()).isTrue();
     assertThat(outcome.rounds()).isEqualTo(300);
     assertThat(outcome.placed()).isEqualTo(270);
-    // Every round writes (on a JVM without an AOT cache, as here): each placed pod's decision patch, node lock and Binding reached the private
-    // API listener, and its FilteringSucceed Event or the refused pods' FilteringFailed ones too, unless
-    // the recorder's queue still held them when the warm-up ended.
+    // Every round writes (on a JVM without an AOT cache, as here): each placed pod's decision patch,
+    // node lock and Binding reached the private API listener, and its FilteringSucceed Event or the
+    // refused pods' FilteringFailed ones too, unless the recorder's queue still held them at the end.
     assertThat(outcome.writes()).isBetween(3 * 270, 4 * 270 + 30);
   }
 
