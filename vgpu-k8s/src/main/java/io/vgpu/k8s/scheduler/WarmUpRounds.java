@@ -58,10 +58,11 @@ final class WarmUpRounds {
    * One round in how many sends its writes on this JVM: every round, or every second one where it
    * trains or uses an ahead-of-time cache ({@code -XX:AOTCache}, {@code -XX:AOTCacheOutput} or {@code
    * -XX:AOTConfiguration}, JDK 25). Without a cache, C2 compiled the per-pod write path before the
-   * listeners opened only when every round wrote, and a steady pod after 2,200 cost a third less
-   * (vgpu-bench/README.md, run AC). Under the image's cache, which replays its training's profiles, no
-   * gain was shown (the writes with another warm-up change doubled the steady JIT in three pairs, the
-   * writes alone were even in two), so there the old rate stays until more runs decide.
+   * listeners opened only when every round wrote (vgpu-bench/README.md, run AC's compilation log); what
+   * that saves a steady pod is smaller than what the bench machine's speed moves the figure by (run
+   * AD). Under the image's cache, which replays its training's profiles, the writes with another
+   * warm-up change doubled the steady JIT in three pairs and the writes alone were even in two, so there
+   * the old rate stays.
    */
   static int roundsPerWritingRound() {
     return roundsPerWritingRound(vmOption("AOTCache"), vmOption("AOTCacheOutput"), vmOption("AOTConfiguration"));
