@@ -57,7 +57,8 @@ import org.slf4j.LoggerFactory;
  * send the request, so a handful of clients trickling bytes stop it. Here a request holds a worker only
  * once it has fully arrived; the workers and their queue are bounded; every connection must deliver a
  * request within the request timeout; bodies above the limit are refused on their announced length;
- * and the number of connections is capped.
+ * and the number of connections is capped. An inline route ({@link InlineHandler}) is answered by the
+ * selector's thread itself where its answer needs no waiting, without a worker.
  *
  * <p>Routes may require a TLS client certificate signed by a given {@link ClientCertificateAuthority};
  * the listener then asks every client for a certificate and each route checks its own authority, so
@@ -83,6 +84,58 @@ public final class HttpService implements AutoCloseable {
   public interface AsyncHandler {
     /** Starts answering the request. */
     CompletableFuture<Response> handle(Request request) throws Exception;
+  }
+
+  /**
+   * Answers a request on the connection's own I/O thread where that needs no waiting (no I/O, no other
+   * thread's work), and hands the rest to a worker. Each hand-off wakes a worker and, once it has
+   * answered, the I/O thread again to read the next request: a route kube-scheduler calls for every pod
+   * saves both where it can answer at once, or start an answer that other threads finish. The first step
+   * must never wait: while it runs, no other connection of the server is read or written.
+   */
+  @FunctionalInterface
+  public interface InlineHandler {
+    /** The answer, or the work that may wait, for a worker ({@link Inline#onWorker}). */
+    Inline handle(Request request) throws Exception;
+  }
+
+  /**
+   * What an {@link InlineHandler}'s first step came to: an answer (perhaps still to come, from other
+   * threads), or the rest of the work for a worker.
+   *
+   * @param answer the answer, sent as soon as it completes; null when {@code rest} gives it
+   * @param rest the work left for a worker, which may wait; null when {@code answer} is given
+   */
+  public record Inline(@Nullable CompletableFuture<Response> answer, @Nullable AsyncHandler rest) {
+    /** Checks that exactly one of the two is given. */
+    public Inline {
+      if ((answer == null) == (rest == null)) {
+        throw new IllegalArgumentException("an inline step gives either an answer or the rest of the work, not " + (answer == null ? "neither" : "both"));
+      }
+    }
+
+    /** Answered at once. */
+    public static Inline answer(Response answer) {
+      return new Inline(CompletableFuture.completedFuture(answer), null);
+    }
+
+    /**
+     * Answered when {@code answer} completes, which other threads do: the I/O thread is not held meanwhile.
+     * The request's {@link Request#clientGone} applies as it does to an {@link AsyncHandler}.
+     */
+    public static Inline answerLater(CompletableFuture<Response> answer) {
+      return new Inline(answer, null);
+    }
+
+    /** Finished by {@code rest} on a worker, which ignores the request it is given (it has what it needs). */
+    public static Inline onWorker(Handler rest) {
+      return new Inline(null, async(rest));
+    }
+
+    /** Finished by {@code rest} on a worker; its answer may wait as an {@link AsyncHandler}'s does. */
+    public static Inline onWorkerAsync(AsyncHandler rest) {
+      return new Inline(null, rest);
+    }
   }
 
   /**
@@ -210,8 +263,15 @@ public final class HttpService implements AutoCloseable {
     }
   }
 
-  /** A route: its handler and the authority whose client certificates it requires, if any. */
-  private record Route(AsyncHandler handler, @Nullable ClientCertificateAuthority clients) {}
+  /**
+   * A route: its handler (or, for an inline route, the first step, whose worker part is then run as an
+   * ordinary handler) and the authority whose client certificates it requires, if any.
+   */
+  private record Route(@Nullable AsyncHandler handler, @Nullable InlineHandler inline, @Nullable ClientCertificateAuthority clients) {
+    Route(AsyncHandler handler, @Nullable ClientCertificateAuthority clients) {
+      this(handler, null, clients);
+    }
+  }
 
   private static AsyncHandler async(Handler handler) {
     return request -> CompletableFuture.completedFuture(handler.handle(request));
@@ -297,6 +357,16 @@ public final class HttpService implements AutoCloseable {
      */
     public Builder routeAsync(String method, String path, @Nullable ClientCertificateAuthority clients, AsyncHandler handler) {
       routes.computeIfAbsent(path, p -> new LinkedHashMap<>()).put(method, new Route(handler, clients));
+      return this;
+    }
+
+    /**
+     * Routes {@code method path} to {@code handler}, whose first step runs on the connection's I/O thread
+     * (see {@link InlineHandler}); with {@code clients}, only for clients presenting a certificate that
+     * authority trusts.
+     */
+    public Builder routeInline(String method, String path, @Nullable ClientCertificateAuthority clients, InlineHandler handler) {
+      routes.computeIfAbsent(path, p -> new LinkedHashMap<>()).put(method, new Route(null, handler, clients));
       return this;
     }
 
@@ -399,7 +469,10 @@ public final class HttpService implements AutoCloseable {
     }
   }
 
-  /** Routes requests; reads bodies without holding a thread and runs handlers on the bounded workers. */
+  /**
+   * Routes requests; reads bodies without holding a thread and runs handlers on the bounded workers, and
+   * inline routes' first steps on the thread that read the request.
+   */
   private static final class Dispatcher extends org.eclipse.jetty.server.Handler.Abstract.NonBlocking {
     private final Map<String, Map<String, Route>> routes;
     /** How far past the limit an announced body is still drained before the refusal. */
@@ -434,6 +507,13 @@ public final class HttpService implements AutoCloseable {
           deadlines.finished(connection);
           callback.failed(x);
         }
+
+        // Jetty's own callback's type: a blocking one would be handed to another thread when a write
+        // completes on the I/O thread, and that thread would then wake the I/O thread for the next request.
+        @Override
+        public InvocationType getInvocationType() {
+          return callback.getInvocationType();
+        }
       };
       String path = request.getHttpURI().getPath();
       String method = request.getMethod();
@@ -459,7 +539,7 @@ public final class HttpService implements AutoCloseable {
         refuseOversized(request, response, done);
         return true;
       }
-      CompletableFuture<byte[]> body = Content.Source.asByteArrayAsync(request, maxBodyBytes);
+      CompletableFuture<byte[]> body = BodyReader.read(request, maxBodyBytes);
       // A body that came whole with the head (kube-scheduler's, nearly always) needs no timer: one set
       // and cancelled per request is a timer-queue insertion and removal, and a wake-up of the timer's
       // thread when its queue was empty, for nothing.
@@ -474,37 +554,73 @@ public final class HttpService implements AutoCloseable {
           send(response, done, bodyFailure(error), true);
           return;
         }
+        ClientDeparture departure = new ClientDeparture(connection.getEndPoint());
+        AsyncHandler handler = route.handler();
+        if (route.inline() != null) {
+          Inline first;
+          try {
+            first = route.inline().handle(new Request(method, path, bytes, departure.gone()));
+          } catch (Exception e) {
+            send(response, done, failure(method, path, e), false);
+            return;
+          }
+          if (first.answer() != null) {
+            answer(first.answer(), departure, true, request, response, done, method, path);
+            return;
+          }
+          handler = first.rest();
+        }
+        AsyncHandler onWorker = handler;
         try {
-          workers.execute(() -> {
-            ClientDeparture departure = new ClientDeparture(connection.getEndPoint());
-            CompletableFuture<Response> answer = run(route.handler(), new Request(method, path, bytes, departure.gone()));
-            if (!answer.isDone()) {
-              departure.start();
-            }
-            answer.whenComplete((value, failure) -> {
-              departure.stop();
-              Response answered = failure == null ? value : failure(method, path, failure);
-              if (answered.streamed() == null) {
-                send(response, done, answered, departure.pipelined());
-                return;
-              }
-              // A streamed body is written by this worker; a client that reads it too slowly loses the
-              // connection at the request timeout rather than holding the worker.
-              Scheduler.Task slowReader = request.getComponents().getScheduler().schedule(
-                  () -> connection.getEndPoint().close(new TimeoutException("response not read within " + requestTimeout.toMillis() + " ms")),
-                  requestTimeout.toMillis(), TimeUnit.MILLISECONDS);
-              try {
-                send(response, done, answered, departure.pipelined());
-              } finally {
-                slowReader.cancel();
-              }
-            });
-          });
+          workers.execute(() -> answer(run(onWorker, new Request(method, path, bytes, departure.gone())), departure, false, request, response, done, method, path));
         } catch (RejectedExecutionException e) {
           send(response, done, Response.text(503, name + " is busy; retry\n"), true);
         }
       });
       return true;
+    }
+
+    /**
+     * Sends {@code answer} once it completes, watching for the client's departure meanwhile. {@code
+     * onIoThread}: the answer was started on the connection's I/O thread, where a streamed body, whose
+     * writes block, must not be written.
+     */
+    private void answer(CompletableFuture<Response> answer, ClientDeparture departure, boolean onIoThread, org.eclipse.jetty.server.Request request,
+        org.eclipse.jetty.server.Response response, Callback done, String method, String path) {
+      boolean immediate = answer.isDone();
+      if (!immediate) {
+        departure.start();
+      }
+      answer.whenComplete((value, failure) -> {
+        departure.stop();
+        Response answered = failure == null ? value : failure(method, path, failure);
+        if (answered.streamed() == null) {
+          send(response, done, answered, departure.pipelined());
+          return;
+        }
+        // A streamed body is written by a worker, or the thread that completed the answer; a client that
+        // reads it too slowly loses the connection at the request timeout rather than holding the thread.
+        Runnable write = () -> {
+          Connection connection = request.getConnectionMetaData().getConnection();
+          Scheduler.Task slowReader = request.getComponents().getScheduler().schedule(
+              () -> connection.getEndPoint().close(new TimeoutException("response not read within " + requestTimeout.toMillis() + " ms")),
+              requestTimeout.toMillis(), TimeUnit.MILLISECONDS);
+          try {
+            send(response, done, answered, departure.pipelined());
+          } finally {
+            slowReader.cancel();
+          }
+        };
+        if (!(onIoThread && immediate)) {
+          write.run();
+          return;
+        }
+        try {
+          request.getComponents().getExecutor().execute(write);
+        } catch (RejectedExecutionException e) {
+          send(response, done, Response.text(503, name + " is busy; retry\n"), true);
+        }
+      });
     }
 
     /**
@@ -534,8 +650,7 @@ public final class HttpService implements AutoCloseable {
       if (cause instanceof TimeoutException) {
         return Response.text(408, "request body not received within " + requestTimeout.toMillis() + " ms\n");
       }
-      // Jetty reports a body over the limit with IllegalStateException("Max size (...) exceeded").
-      if (cause instanceof IllegalStateException) {
+      if (cause instanceof BodyReader.BodyTooLarge) {
         return Response.text(400, "request body exceeds " + maxBodyBytes + " bytes\n");
       }
       return Response.text(400, "request body unreadable: " + oneLine(String.valueOf(cause.getMessage())) + "\n");

@@ -363,6 +363,140 @@ class HttpServiceTest {
     }
   }
 
+  /**
+   * With its one worker held by a blocking route, the server still answers an inline route on an open
+   * connection at once: the inline step needs no worker. Its rest waits for the worker. (A new connection
+   * needs a pool thread to be set up, so the test's connection is opened before the worker is held.)
+   */
+  @Test
+  void anInlineRouteIsAnsweredWhileTheOnlyWorkerIsBusy() throws Exception {
+    java.util.concurrent.CountDownLatch holding = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+    try (HttpService server = HttpService.builder(LOOPBACK).threads(1)
+        .route("POST", "/block", r -> {
+          holding.countDown();
+          release.await();
+          return HttpService.Response.text(200, "released\n");
+        })
+        .routeInline("POST", "/quick", null, r -> new String(r.body(), StandardCharsets.UTF_8).equals("later")
+            ? HttpService.Inline.onWorker(rest -> HttpService.Response.text(200, "from a worker\n"))
+            : HttpService.Inline.answer(HttpService.Response.text(200, "at once: " + new String(r.body(), StandardCharsets.UTF_8) + "\n")))
+        .start();
+        java.net.Socket socket = new java.net.Socket(InetAddress.getLoopbackAddress(), server.port())) {
+      socket.setSoTimeout(5000);
+      java.io.DataInputStream in = new java.io.DataInputStream(socket.getInputStream());
+      java.io.OutputStream out = socket.getOutputStream();
+      out.write(quick("first"));
+      assertThat(readResponseBody(in)).isEqualTo("at once: first\n");
+
+      HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+      var blocked = client.sendAsync(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + "/block")).POST(HttpRequest.BodyPublishers.ofString("")).build(),
+          HttpResponse.BodyHandlers.ofString());
+      assertThat(holding.await(5, java.util.concurrent.TimeUnit.SECONDS)).as("the worker is held").isTrue();
+      out.write(quick("now"));
+      assertThat(readResponseBody(in)).isEqualTo("at once: now\n");
+
+      out.write(quick("later"));
+      socket.setSoTimeout(300);
+      assertThatThrownBy(in::read).as("the rest of the work waits for the worker").isInstanceOf(java.net.SocketTimeoutException.class);
+      release.countDown();
+      socket.setSoTimeout(5000);
+      assertThat(readResponseBody(in)).isEqualTo("from a worker\n");
+      assertThat(blocked.get(5, java.util.concurrent.TimeUnit.SECONDS).body()).isEqualTo("released\n");
+    }
+  }
+
+  private static byte[] quick(String body) {
+    return ("POST /quick HTTP/1.1\r\nHost: x\r\nContent-Length: " + body.length() + "\r\n\r\n" + body).getBytes(StandardCharsets.US_ASCII);
+  }
+
+  /** An answer started inline and finished by another thread is sent when it completes; a departed client is noticed meanwhile. */
+  @Test
+  void anInlineAnswerThatComesLaterIsSentAndItsClientsDepartureIsNoticed() throws Exception {
+    java.util.concurrent.LinkedBlockingQueue<java.util.concurrent.CompletionStage<Void>> departures = new java.util.concurrent.LinkedBlockingQueue<>();
+    java.util.concurrent.CompletableFuture<HttpService.Response> release = new java.util.concurrent.CompletableFuture<>();
+    try (HttpService server = HttpService.builder(LOOPBACK).threads(1)
+        .routeInline("POST", "/bind", null, r -> {
+          departures.add(r.clientGone());
+          return HttpService.Inline.answerLater(release.thenApply(x -> x));
+        })
+        .start()) {
+      HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+      String url = "http://127.0.0.1:" + server.port() + "/bind";
+      HttpRequest impatient = HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofMillis(300)).POST(HttpRequest.BodyPublishers.ofString("{}")).build();
+      assertThatThrownBy(() -> client.send(impatient, HttpResponse.BodyHandlers.ofString())).isInstanceOf(java.net.http.HttpTimeoutException.class);
+      departures.poll(5, java.util.concurrent.TimeUnit.SECONDS).toCompletableFuture().get(5, java.util.concurrent.TimeUnit.SECONDS);
+      var waiting = client.sendAsync(HttpRequest.newBuilder(URI.create(url)).POST(HttpRequest.BodyPublishers.ofString("{}")).build(), HttpResponse.BodyHandlers.ofString());
+      assertThat(departures.poll(5, java.util.concurrent.TimeUnit.SECONDS)).as("the second request reached the route").isNotNull();
+      release.complete(HttpService.Response.text(200, "bound\n"));
+      assertThat(waiting.get(5, java.util.concurrent.TimeUnit.SECONDS).body()).isEqualTo("bound\n");
+    }
+  }
+
+  @Test
+  void anInlineStepsFailuresAreOneLineAnswers() throws Exception {
+    try (HttpService server = HttpService.builder(LOOPBACK)
+        .routeInline("POST", "/bad", null, r -> { throw new HttpService.BadRequest("field X: value 'y' is not allowed\nsecond line"); })
+        .routeInline("POST", "/boom", null, r -> { throw new IllegalStateException("kaput\n\tat some.Frame"); })
+        .routeInline("POST", "/late-boom", null, r -> HttpService.Inline.answerLater(java.util.concurrent.CompletableFuture.failedFuture(new HttpService.BadRequest("late and bad"))))
+        .start()) {
+      HttpClient client = HttpClient.newHttpClient();
+      String base = "http://127.0.0.1:" + server.port();
+      var bad = post(client, base + "/bad", "");
+      assertThat(bad.statusCode()).isEqualTo(400);
+      assertThat(bad.body()).isEqualTo("field X: value 'y' is not allowed\n");
+      var boom = post(client, base + "/boom", "");
+      assertThat(boom.statusCode()).isEqualTo(500);
+      assertThat(boom.body()).isEqualTo("internal error: kaput\n");
+      assertThat(post(client, base + "/late-boom", "").body()).isEqualTo("late and bad\n");
+    }
+  }
+
+  @Test
+  void anInlineStepGivesAnAnswerOrTheRestOfTheWorkNotBoth() {
+    assertThatThrownBy(() -> new HttpService.Inline(null, null)).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("neither");
+    assertThatThrownBy(() -> new HttpService.Inline(java.util.concurrent.CompletableFuture.completedFuture(HttpService.Response.text(200, "")), r -> null))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("both");
+  }
+
+  /**
+   * A body that arrives in pieces, over TLS and in the clear, is read whole by the I/O thread (each piece
+   * as it comes), and the connection serves the next request after it.
+   */
+  @ParameterizedTest
+  @org.junit.jupiter.params.provider.ValueSource(booleans = {false, true})
+  void aBodyThatArrivesInPiecesIsReadWhole(boolean tls, @TempDir Path dir) throws Exception {
+    HttpService.Builder builder = HttpService.builder(LOOPBACK)
+        .routeInline("POST", "/filter", null, r -> HttpService.Inline.answer(HttpService.Response.text(200, r.body().length + " " + (char) r.body()[r.body().length - 1] + "\n")));
+    javax.net.ssl.SSLSocketFactory sockets = null;
+    if (tls) {
+      Path cert = dir.resolve("tls.crt");
+      Path key = dir.resolve("tls.key");
+      X509Certificate issued = TestCertificates.write(cert, key, "pieces", TestCertificates.KeyFormat.SEC1_EC);
+      builder.tls(new ReloadingKeyManager(cert, key, Duration.ofSeconds(1), Clock.systemUTC()));
+      sockets = TestCertificates.trusting(issued).getSocketFactory();
+    }
+    try (HttpService server = builder.start();
+        java.net.Socket plain = new java.net.Socket(InetAddress.getLoopbackAddress(), server.port());
+        java.net.Socket socket = sockets == null ? plain : sockets.createSocket(plain, "127.0.0.1", server.port(), true)) {
+      socket.setSoTimeout(5000);
+      java.io.OutputStream out = socket.getOutputStream();
+      java.io.DataInputStream in = new java.io.DataInputStream(socket.getInputStream());
+      int length = 100_000;
+      for (int round = 0; round < 2; round++) {
+        out.write(("POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: " + length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+        out.flush();
+        byte[] body = "a".repeat(length - 1).concat("z").getBytes(StandardCharsets.US_ASCII);
+        for (int from = 0; from < length; from += 30_000) {
+          Thread.sleep(30);
+          out.write(body, from, Math.min(30_000, length - from));
+          out.flush();
+        }
+        assertThat(readResponseBody(in)).as("round %d", round).isEqualTo(length + " z\n");
+      }
+    }
+  }
+
   /** Reads one HTTP/1.1 response with a Content-Length and returns its body. */
   private static String readResponseBody(java.io.DataInputStream in) throws Exception {
     int length = -1;
