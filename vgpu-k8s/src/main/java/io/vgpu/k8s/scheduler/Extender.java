@@ -193,18 +193,45 @@ public final class Extender {
   /** Answers one filter call. */
   public ExtenderFilterResult filter(ExtenderArgs args) {
     long start = System.nanoTime();
-    ExtenderFilterResult result = doFilter(args);
-    metrics.filtered(System.nanoTime() - start, result.error().isEmpty() && (result.nodeNames() != null || result.nodes() != null));
+    ExtenderFilterResult result = doFilter(args, true);
+    if (result == null) {
+      throw new IllegalStateException("a filter that may wait gave no answer");
+    }
+    filtered(start, result);
     return result;
   }
 
-  private ExtenderFilterResult doFilter(ExtenderArgs args) {
+  /**
+   * Answers one filter call if that needs no waiting, else null, having changed nothing that {@link
+   * #filter} would not do again: the caller then calls {@link #filter} where it may wait. Waiting is for
+   * the ledger's first sync, and for what KAI's dialect and queue limits write while filtering; a synced
+   * scheduler's ordinary pod needs none of it (its decision is written behind the answer).
+   */
+  public @Nullable ExtenderFilterResult filterAtOnce(ExtenderArgs args) {
+    long start = System.nanoTime();
+    ExtenderFilterResult result = doFilter(args, false);
+    if (result != null) {
+      filtered(start, result);
+    }
+    return result;
+  }
+
+  private void filtered(long start, ExtenderFilterResult result) {
+    metrics.filtered(System.nanoTime() - start, result.error().isEmpty() && (result.nodeNames() != null || result.nodes() != null));
+  }
+
+  /** The answer; null only where {@code mayWait} is false and the answer would have to wait. */
+  private @Nullable ExtenderFilterResult doFilter(ExtenderArgs args, boolean mayWait) {
     Pod pod = args.pod();
     if (pod == null || pod.getMetadata() == null) {
       return ExtenderFilterResult.error("extender args missing pod");
     }
     PodRequest request;
     boolean kai = dialect != null && dialect.speaks(pod);
+    if (kai && !mayWait) {
+      // Its gangs and its reasons to wait are written while it is filtered.
+      return null;
+    }
     try {
       request = requests.parse(pod);
       if (kai) {
@@ -226,6 +253,9 @@ public final class Extender {
     if (args.nodes() != null) {
       // Where the pod's cards would fit: its queue's limit and its gang are the real filter's to judge.
       return dryRun(args.nodes(), request.withQueue(null));
+    }
+    if (!mayWait && !ledger.synced()) {
+      return null;
     }
     if (!awaitSync()) {
       return ExtenderFilterResult.error("scheduler state is not synced yet");
@@ -262,6 +292,10 @@ public final class Extender {
     for (int attempt = 0; attempt < RESERVE_ATTEMPTS; attempt++) {
       FilterResult result = filterForAnswer(engine, compiled, resolved, MESSAGE_NODES);
       if (result.waiting().isPresent()) {
+        if (!mayWait) {
+          // Its reason is written on the pod first; nothing was reserved, so the call can start over.
+          return null;
+        }
         return waiting(pod, ref, uid, candidates, result.waiting().get());
       }
       if (result.placement().isEmpty()) {
@@ -773,6 +807,24 @@ public final class Extender {
    * @param abandoned completes when kube-scheduler's request is gone
    */
   public CompletableFuture<ExtenderBindingResult> bind(ExtenderBindingArgs args, CompletionStage<?> abandoned) {
+    CompletableFuture<ExtenderBindingResult> result = bind(args, abandoned, true);
+    if (result == null) {
+      throw new IllegalStateException("a bind that may work on this thread gave no answer");
+    }
+    return result;
+  }
+
+  /**
+   * As {@link #bind(ExtenderBindingArgs, CompletionStage)} where the bind's work is left to the bind
+   * threads, as it is while the filter's write of the pod's decision is still on its way (the usual
+   * case: kube-scheduler binds as soon as the filter answers); null, having done nothing, where it would
+   * start on this thread (reading the pod, taking the node's lock), which may wait for the API server.
+   */
+  public @Nullable CompletableFuture<ExtenderBindingResult> bindWithoutWaiting(ExtenderBindingArgs args, CompletionStage<?> abandoned) {
+    return bind(args, abandoned, false);
+  }
+
+  private @Nullable CompletableFuture<ExtenderBindingResult> bind(ExtenderBindingArgs args, CompletionStage<?> abandoned, boolean mayWorkHere) {
     long start = System.nanoTime();
     // The wait leaves the writes a moment of the timeout: the whole bind ends within it.
     long waitUntil = start + lockRetryTimeout.toNanos() - Math.min(WRITE_ALLOWANCE.toNanos(), lockRetryTimeout.toNanos() / 4);
@@ -780,6 +832,9 @@ public final class Extender {
     CompletableFuture<Void> decision = pod == null ? CompletableFuture.completedFuture(null) : decisions.pending(pod);
     CompletableFuture<ExtenderBindingResult> result;
     if (decision.isDone() && !decision.isCompletedExceptionally()) {
+      if (!mayWorkHere) {
+        return null;
+      }
       result = bindNow(args, waitUntil, abandoned);
     } else {
       // The filter's write of the decision is still on its way: the bind reads the pod once it is over.

@@ -21,7 +21,9 @@ import io.vgpu.k8s.server.ClientCertificateAuthority;
 import io.vgpu.k8s.server.HttpService;
 import io.vgpu.k8s.server.ReloadingKeyManager;
 import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderArgs;
+import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderFilterResult;
 import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderBindingArgs;
+import io.vgpu.k8s.scheduler.ExtenderApi.ExtenderBindingResult;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -30,6 +32,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -249,11 +252,22 @@ public final class SchedulerServer implements AutoCloseable {
       webhookRoutes.tls(keys);
       extenderRoutes.tls(keys);
     }
-    // The filter's arguments are read with a streaming reader that reuses the previous call's names.
+    // The filter's arguments are read with a streaming reader that reuses the previous call's names. A
+    // call answered without waiting is answered on the connection's I/O thread, without a hand-off.
     ExtenderArgsReader filterArgs = new ExtenderArgsReader(JSON);
-    route(extenderRoutes, "POST", "/filter", extenderClients, r -> json(b.extender.filter(readFilterArgs(filterArgs, r.body()))));
-    extenderRoutes.routeAsync(
-        "POST", "/bind", extenderClients.orElse(null), r -> b.extender.bind(read(r.body(), ExtenderBindingArgs.class), r.clientGone()).thenApply(SchedulerServer::json));
+    extenderRoutes.routeInline("POST", "/filter", extenderClients.orElse(null), r -> {
+      ExtenderArgs args = readFilterArgs(filterArgs, r.body());
+      ExtenderFilterResult now = b.extender.filterAtOnce(args);
+      return now != null ? HttpService.Inline.answer(json(now)) : HttpService.Inline.onWorker(later -> json(b.extender.filter(args)));
+    });
+    // A bind that waits for the filter's decision write is handed to the bind threads from the I/O thread.
+    extenderRoutes.routeInline("POST", "/bind", extenderClients.orElse(null), r -> {
+      ExtenderBindingArgs args = read(r.body(), ExtenderBindingArgs.class);
+      CompletableFuture<ExtenderBindingResult> later = b.extender.bindWithoutWaiting(args, r.clientGone());
+      return later != null
+          ? HttpService.Inline.answerLater(later.thenApply(SchedulerServer::json))
+          : HttpService.Inline.onWorkerAsync(onWorker -> b.extender.bind(args, onWorker.clientGone()).thenApply(SchedulerServer::json));
+    });
     // A bind may wait up to --node-lock-retry-timeout without a byte on its connection.
     Duration idle = Duration.ofSeconds(30).compareTo(options.nodeLockRetryTimeout().plusSeconds(5)) >= 0 ? Duration.ofSeconds(30) : options.nodeLockRetryTimeout().plusSeconds(5);
     extenderRoutes.idleTimeout(idle);

@@ -253,7 +253,7 @@ final class WarmUp {
    */
   Outcome runOverLoopback(int rounds, Duration budget, @Nullable X509KeyManager keys) {
     HttpService.Builder routes = HttpService.builder(LoopbackExtender.address()).name("warm-up").threads(2)
-        .route("POST", "/filter", r -> HttpService.Response.json(200, filter(r.body())))
+        .routeInline("POST", "/filter", null, r -> HttpService.Inline.answer(HttpService.Response.json(200, filter(r.body()))))
         .routeAsync("POST", "/bind", null, r -> CompletableFuture.completedFuture(HttpService.Response.json(200, bind(r.body()))));
     LoopbackExtender wire;
     try {

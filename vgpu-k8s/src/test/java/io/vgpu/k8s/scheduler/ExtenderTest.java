@@ -102,6 +102,28 @@ class ExtenderTest {
     }
   }
 
+  /**
+   * What the extender's listener answers on its I/O thread: a synced scheduler's filter of an ordinary
+   * pod is answered at once; a bind whose decision is already written would take the node's lock (an API
+   * write) on the calling thread, so it is left for a worker, and nothing is done before it gets there.
+   */
+  @Test
+  void theFilterIsAnsweredAtOnceAndABindThatWouldWriteIsLeftToAWorkerUntouched() throws Exception {
+    cluster.create(gpuPod("default", "now", Map.of("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"), Map.of()));
+    Pod current = client.pods().inNamespace("default").withName("now").get();
+    ExtenderApi.ExtenderFilterResult answer = cluster.server.extender().filterAtOnce(new ExtenderApi.ExtenderArgs(current, null, List.of("worker1")));
+    assertThat(answer).isNotNull();
+    assertThat(answer.nodeNames()).containsExactly("worker1");
+    PodRef ref = new PodRef("default", "now");
+    cluster.server.extender().decisionWritten(ref).get(30, TimeUnit.SECONDS);
+    ExtenderApi.ExtenderBindingArgs bind = new ExtenderApi.ExtenderBindingArgs("now", "default", current.getMetadata().getUid(), "worker1");
+    assertThat(cluster.server.extender().bindWithoutWaiting(bind, new CompletableFuture<>())).isNull();
+    assertThat(client.nodes().withName("worker1").get().getMetadata().getAnnotations()).doesNotContainKey(HamiAnnotations.NODE_LOCK);
+    assertThat(client.bindings().inNamespace("default").withName("now").get()).isNull();
+    assertThat(cluster.bind(ref, "worker1").path("Error").asString()).isEmpty();
+    assertThat(client.bindings().inNamespace("default").withName("now").get().getTarget().getName()).isEqualTo("worker1");
+  }
+
   @Test
   void aPodThatFitsNowhereGetsHamisReasonsPerNodeAndAnEventWithTheNearestFix() throws Exception {
     Pod big = cluster.create(gpuPod("default", "big", Map.of("nvidia.com/gpu", "1", "nvidia.com/gpumem", "50000"), Map.of()));

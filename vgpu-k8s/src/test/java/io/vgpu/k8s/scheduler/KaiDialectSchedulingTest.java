@@ -120,6 +120,8 @@ class KaiDialectSchedulingTest {
   void aPodWaitsForItsQueueWithTheReasonOnThePodAndIsTriedAgainWhenTheQueueAppears() throws Exception {
     startScheduler(Duration.ofSeconds(60));
     Pod lost = kaiPod("lost", "later", Map.of("gpu-fraction", "0.5"), "");
+    // Its reason is written on the pod while it is filtered: not on the listener's I/O thread.
+    assertThat(cluster.server.extender().filterAtOnce(new ExtenderApi.ExtenderArgs(lost, null, NODES))).isNull();
     JsonNode answer = cluster.filter(lost, NODES);
     assertThat(answer.path("NodeNames").isNull() || answer.path("NodeNames").isEmpty()).isTrue();
     assertThat(answer.path("FailedNodes").path("n0").asString()).isEqualTo("QueueMissing: queue later does not exist");
